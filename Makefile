@@ -1,0 +1,62 @@
+# gpupool - top-level build.  `make help` lists the targets.
+#
+# Userspace parts build into $(O) (default build/); the module builds in
+# $(O)/kmod/<release>/ for each kernel so that several kernels never share
+# object files.
+
+TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+include $(TOP)/mk/common.mk
+
+KVER ?= $(shell $(TOP)/scripts/default-kver.sh)
+KDIR ?= /lib/modules/$(KVER)/build
+# The kernels every `make check` tests: Debian's 6.1 and 6.12.
+TEST_KVERS = $(shell $(TOP)/vm/kernels.sh)
+
+SUBMAKE = $(MAKE) --no-print-directory O=$(O) TOP=$(TOP)
+
+.PHONY: all module modules-all ksft tests demo check bench deps \
+	checkpatch clean help
+
+all: module tests
+
+help:
+	@echo 'make               build gpupool.ko (for KVER), the library, tools and tests'
+	@echo 'make demo          install deps, build, load the module (here or in a VM), run the demo'
+	@echo 'make check         install deps, build, run every test suite; last line: N passed, N failed'
+	@echo 'make bench         run the benchmarks (figures printed, nothing asserted)'
+	@echo 'make module KVER=<release>   build gpupool.ko against that kernel'"'"'s headers'
+	@echo 'make modules-all   build gpupool.ko for every kernel the tests use'
+	@echo 'make checkpatch    run the kernel'"'"'s checkpatch.pl on kmod/'
+	@echo 'make deps          install build/test dependencies (apt-get as root)'
+
+deps:
+	@$(TOP)/scripts/deps.sh
+
+module:
+	@$(TOP)/scripts/build-module.sh $(KVER) $(O)/kmod/$(KVER) $(KDIR)
+
+modules-all:
+	@set -e; for k in $(TEST_KVERS); do \
+		$(TOP)/scripts/build-module.sh $$k $(O)/kmod/$$k; done
+
+ksft:
+	@$(TOP)/scripts/ksft-headers.sh $(KSFT_DIR)
+
+tests: ksft
+	@$(SUBMAKE) -C tests/unit
+	@$(SUBMAKE) -C tests/vm
+
+check: deps
+	@$(TOP)/scripts/check.sh
+
+demo: deps
+	@$(TOP)/scripts/demo.sh
+
+bench:
+	@$(SUBMAKE) -C bench bfc
+
+checkpatch: ksft
+	@$(TOP)/scripts/checkpatch.sh
+
+clean:
+	rm -rf $(O)

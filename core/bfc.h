@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
+/*
+ * bfc.h - best-fit-with-coalescing allocator core (TensorFlow's chunk/bin
+ * scheme), shared by gpupool.ko (pinned host pool) and libgpupool (device
+ * pool, host sub-allocation).
+ *
+ * The core manages an abstract address range: it never reads or writes the
+ * memory it hands out, and all of its metadata lives outside the chunks
+ * (chunks are mmapped into processes and registered with GPUs).
+ *
+ * It is freestanding: no libc and no kernel headers.  Everything it needs
+ * from its host build (fixed-width types, assert, memory for metadata,
+ * memcpy/memset, snprintf) comes from "bfc_env.h", which the kernel build
+ * (kmod/bfc_env.h) and the userspace build (userlib/bfc_env.h) each provide.
+ *
+ * NOT THREAD-SAFE.  One struct bfc must only be used by one thread at a time;
+ * callers hold their own lock around every call (the module: a mutex per
+ * NUMA sub-pool; the library: a mutex per pool).  Calls may allocate
+ * metadata, so the caller's lock must allow sleeping in the kernel.
+ *
+ * Return values: 0 or a negative errno value (-EINVAL, -ENOMEM, -EBUSY,
+ * -ENOENT), with the numeric values of Linux; BFC_E* below so the core needs
+ * no errno.h.
+ */
+#ifndef GPUPOOL_BFC_H
+#define GPUPOOL_BFC_H
+
+#include "bfc_env.h"
+
+#define BFC_EINVAL	22
+#define BFC_ENOMEM	12
+#define BFC_EBUSY	16
+#define BFC_ENOENT	2
+#define BFC_EOVERFLOW	75
+
+/* A chunk handle: an index into the core's metadata array.  0 is never a
+ * valid handle.  Handles stay valid while the metadata array grows; a handle
+ * is recycled only after its chunk has disappeared (merged into a neighbour
+ * by coalescing, or its region removed).
+ */
+typedef uint32_t bfc_handle_t;
+#define BFC_NO_CHUNK	((bfc_handle_t)0)
+
+/* Flags for struct bfc_params.flags. */
+/* Adjacent regions merge into one (chunks may then coalesce across the old
+ * boundary).  Such a merged region can only be removed as a whole.
+ */
+#define BFC_MERGE_ADJACENT_REGIONS	(1u << 0)
+#define BFC_PARAMS_VALID_FLAGS		(BFC_MERGE_ADJACENT_REGIONS)
+
+struct bfc_params {
+	/* Power of two.  Requests are rounded up to a multiple; region bases
+	 * and sizes must be multiples.  Host pool: PAGE_SIZE; device: 256/512.
+	 */
+	uint64_t granularity;
+	/* Split rule (TensorFlow's): a chunk chosen for a request of rounded
+	 * size R is split when chunk_size >= split_ratio * R, or when
+	 * chunk_size - R >= split_threshold.  TF: ratio 2, threshold 128 MiB.
+	 * split_ratio 0 disables the ratio test.  split_threshold ==
+	 * granularity means "always split" (exact-size chunks).
+	 */
+	uint32_t split_ratio;
+	uint32_t flags;
+	uint64_t split_threshold;
+	/* PyTorch's max_split_size: chunks of at least this size are never
+	 * split, and a request below it is never served from one (it fails
+	 * with -ENOMEM so the caller can add a region instead).  0 = no limit.
+	 */
+	uint64_t max_split_size;
+};
+
+/* Fill *p with TensorFlow's defaults for the given granularity. */
+void bfc_params_default(struct bfc_params *p, uint64_t granularity);
+
+struct bfc;
+
+/* Create an empty allocator (no regions).  *out is owned by the caller and
+ * released with bfc_destroy().  -EINVAL on bad parameters.
+ */
+int bfc_create(struct bfc **out, const struct bfc_params *p);
+/* Free all metadata.  Chunks still in use are simply forgotten. */
+void bfc_destroy(struct bfc *b);
+
+/* Regions --------------------------------------------------------------- */
+
+/* Add [base, base + size) as a new free chunk.  It must not overlap any
+ * existing region (-EINVAL), must be granularity-aligned and not wrap
+ * (-EINVAL).  *region_id (may be NULL) names it for bfc_remove_region(); with
+ * BFC_MERGE_ADJACENT_REGIONS an adjacent region absorbs it and *region_id is
+ * that region's id.
+ */
+int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
+		   uint32_t *region_id);
+/* Remove a wholly free region: -EBUSY if any chunk in it is in use,
+ * -ENOENT if there is no such region.  On success *base/*size (may be NULL)
+ * say what the caller can now give back to the system.
+ */
+int bfc_remove_region(struct bfc *b, uint32_t region_id, uint64_t *base,
+		      uint64_t *size);
+/* TensorFlow's DeallocateFreeRegions: remove every wholly free region,
+ * calling release(ctx, base, size) for each, and return the number of bytes
+ * released.
+ */
+uint64_t bfc_remove_free_regions(struct bfc *b,
+				 void (*release)(void *ctx, uint64_t base,
+						 uint64_t size),
+				 void *ctx);
+
+/* Allocation ------------------------------------------------------------ */
+
+/* Best fit: the smallest free chunk that holds the rounded size, ties broken
+ * by the lowest address.  size 0 -> -EINVAL (no zero-size chunks exist);
+ * a size whose rounding overflows -> -ENOMEM; nothing fits -> -ENOMEM
+ * (counted in stats.failed_allocs; the caller may add a region and retry).
+ * On success *h and *addr (either may be NULL) receive the chunk.
+ */
+int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *h, uint64_t *addr);
+/* Free by handle / by start address.  A handle or address that does not
+ * name a chunk in use -> -EINVAL (counted in stats.bad_frees; nothing
+ * changes).  Coalesces with free neighbours in the same region.
+ */
+int bfc_free(struct bfc *b, bfc_handle_t h);
+int bfc_free_addr(struct bfc *b, uint64_t addr);
+/* Address of an in-use chunk's start -> its handle; -ENOENT otherwise. */
+int bfc_lookup(const struct bfc *b, uint64_t addr, bfc_handle_t *h);
+
+struct bfc_chunk_info {
+	uint64_t addr;
+	uint64_t size;		/* rounded, what the chunk really spans */
+	uint64_t requested;	/* what the caller asked for (0 when free) */
+	uint64_t alloc_id;	/* sequence number of its allocation (0 when free) */
+	uint64_t tag;		/* caller's word, see bfc_set_tag() */
+	uint32_t region_id;
+	uint32_t bin;		/* bin index (bfc_bin_of(size)) */
+	bool in_use;
+};
+/* Describe any live chunk (free or in use); -EINVAL for a bad handle. */
+int bfc_chunk_info(const struct bfc *b, bfc_handle_t h,
+		   struct bfc_chunk_info *info);
+/* One caller-defined word per in-use chunk (the library keeps a stream
+ * there, for example).  Cleared on allocation.  -EINVAL unless in use.
+ */
+int bfc_set_tag(struct bfc *b, bfc_handle_t h, uint64_t tag);
+
+/* Visit every chunk in address order; stops early when fn returns non-zero
+ * and returns that value.
+ */
+int bfc_for_each_chunk(const struct bfc *b,
+		       int (*fn)(void *ctx, const struct bfc_chunk_info *c),
+		       void *ctx);
+
+/* Statistics ------------------------------------------------------------- */
+
+struct bfc_stats {
+	uint64_t in_use;		/* bytes in in-use chunks (rounded) */
+	uint64_t peak_in_use;
+	uint64_t requested;		/* bytes asked for by in-use chunks */
+	uint64_t reserved;		/* bytes in regions */
+	uint64_t peak_reserved;
+	uint64_t largest_alloc;		/* largest rounded allocation so far */
+	uint64_t largest_free;		/* largest free chunk now */
+	uint64_t free_bytes;		/* reserved - in_use */
+	uint64_t nr_allocs;		/* successful allocations, ever */
+	uint64_t nr_frees;		/* successful frees, ever */
+	uint64_t failed_allocs;
+	uint64_t bad_frees;		/* frees of unknown / free chunks */
+	uint64_t chunks_in_use;
+	uint64_t chunks_free;
+	uint64_t regions;
+	/* 1 - largest_free / free_bytes, in parts per million (integer: the
+	 * kernel has no floating point).  0 when nothing is free.
+	 */
+	uint32_t fragmentation_ppm;
+};
+void bfc_get_stats(const struct bfc *b, struct bfc_stats *s);
+/* Reset peak_in_use to in_use and peak_reserved to reserved. */
+void bfc_reset_peaks(struct bfc *b);
+
+/* Bins: bin i holds free chunks of size in [granularity << i,
+ * granularity << (i + 1)); the last bin is open-ended.  Used for reporting
+ * (TensorFlow's bins); the search itself uses finer classes.
+ */
+#define BFC_NR_BINS	32
+uint32_t bfc_bin_of(const struct bfc *b, uint64_t size);
+struct bfc_bin_stats {
+	uint64_t free_chunks;
+	uint64_t free_bytes;
+	uint64_t in_use_chunks;	/* in-use chunks whose size falls in this bin */
+	uint64_t in_use_bytes;
+	uint64_t requested_bytes;
+};
+void bfc_get_bin_stats(const struct bfc *b, struct bfc_bin_stats bins[BFC_NR_BINS]);
+
+/* Checking and diagnostics ------------------------------------------------ */
+
+/* Walk everything and verify every invariant: chunks tile each region with
+ * no gap or overlap; prev/next links agree; no two adjacent free chunks in a
+ * region; each free chunk is indexed in the right class, in order; the
+ * address index holds exactly the in-use chunks; the statistics equal the
+ * sums.  Returns the number of violations; a line per violation goes into
+ * buf (NUL-terminated, truncated to len; buf may be NULL when len is 0).
+ */
+uint32_t bfc_check(const struct bfc *b, char *buf, size_t len);
+
+/* Text for out-of-memory reports, into buf (NUL-terminated, truncated to
+ * len).  Each returns the length the full text needs (like snprintf).
+ */
+size_t bfc_dump_bins(const struct bfc *b, char *buf, size_t len);
+size_t bfc_dump_chunks(const struct bfc *b, char *buf, size_t len);
+/* TensorFlow's RenderOccupancy: per region, `width` characters, each
+ * covering 1/width of the region: '*' all in use, '.' all free, '+' mixed.
+ */
+size_t bfc_render_occupancy(const struct bfc *b, char *buf, size_t len,
+			    uint32_t width);
+
+#endif /* GPUPOOL_BFC_H */

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Build gpupool.ko for one kernel release, out of tree, in its own directory
+# (build/kmod/<release>/) so that builds for several kernels never share
+# object files.  The module's sources are copied there first, exactly the
+# files DKMS would get.
+# Usage: scripts/build-module.sh RELEASE OUTDIR [KDIR]
+set -eu
+rel=${1:?usage: $0 RELEASE OUTDIR [KDIR]}
+out=${2:?usage: $0 RELEASE OUTDIR [KDIR]}
+kdir=${3:-/lib/modules/$rel/build}
+top=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -e "$kdir/Makefile" ]; then
+	echo "build-module: no kernel build tree at $kdir;" \
+	     "install the headers: apt-get install linux-headers-$rel" >&2
+	exit 1
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+# Copy, keeping timestamps so that kbuild rebuilds only what changed.
+# (A source file deleted from the tree may linger in the copy; Kbuild
+# names what is compiled, so it is never built.)
+mkdir -p "$out/include"
+cp -a "$top/kmod" "$top/core" "$out/"
+cp -a "$top/include/uapi" "$out/include/"
+cp -a "$top/Kbuild" "$top/VERSION" "$out/"
+# W=1: extra warnings; KCFLAGS=-Werror makes every warning fatal in our
+# own build (DKMS builds without -Werror so a new compiler cannot break an
+# install).
+make -C "$kdir" M="$out" W=1 KCFLAGS=-Werror modules

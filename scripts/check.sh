@@ -1,0 +1,59 @@
+#!/bin/sh
+# `make check`: build everything, then run every suite, continuing past
+# failures so that one report covers all of them:
+#   1. host unit tests (ASan + UBSan)
+#   2. checkpatch on the kernel code
+#   3. the VM suite on each test kernel (Debian 6.1 and 6.12)
+#   4. the DKMS check for both kernels
+# The last line printed is the sum over all suites: `N passed, N failed,
+# N skipped`; the exit status is non-zero when anything failed.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+O=${O:-$top/build}
+results=$O/results
+export RESULTS_DIR=$results
+rm -rf "$results"
+mkdir -p "$results"
+status=0
+
+step() {
+	echo
+	echo "==== $* ===="
+}
+
+# A build failure is one failed "test" of its own, and stops the suites
+# that need what failed to build.
+built=1
+step "build"
+kvers=$("$top/vm/kernels.sh") || kvers=""
+if [ -z "$kvers" ]; then
+	echo "check: no test kernels found (vm/kernels.sh); run: make deps"
+	built=0
+elif ! make -C "$top" --no-print-directory O="$O" modules-all tests; then
+	built=0
+fi
+if [ "$built" -eq 0 ]; then
+	echo "pass=0 fail=1 skip=0" > "$results/build.counts"
+	"$top/scripts/summarize.sh" "$results"
+	exit 1
+fi
+
+step "host unit tests"
+"$top/scripts/run-tests.sh" unit "$O/tests/unit" || status=1
+
+step "checkpatch"
+"$top/scripts/checkpatch.sh" || status=1
+
+for k in $kvers; do
+	step "VM suite on $k"
+	"$top/vm/run-vm.sh" --kernel "$k" --ko "$O/kmod/$k/gpupool.ko" \
+		--tests "$O/tests/vm" || status=1
+done
+
+step "DKMS"
+# shellcheck disable=SC2086
+"$top/scripts/dkms-check.sh" $kvers || status=1
+
+echo
+"$top/scripts/summarize.sh" "$results" || status=1
+exit $status
