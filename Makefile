@@ -14,10 +14,13 @@ TEST_KVERS = $(shell $(TOP)/vm/kernels.sh)
 
 SUBMAKE = $(MAKE) --no-print-directory O=$(O) TOP=$(TOP)
 
-.PHONY: all module modules-all ksft tests demo check bench deps \
-	checkpatch clean help
+.PHONY: all module modules-all ksft lib tools tests demo check bench deps \
+	checkpatch install vm-test vm-shell clean help
 
-all: module tests
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+all: module lib tools tests
 
 help:
 	@echo 'make               build gpupool.ko (for KVER), the library, tools and tests'
@@ -42,9 +45,31 @@ modules-all:
 ksft:
 	@$(TOP)/scripts/ksft-headers.sh $(KSFT_DIR)
 
-tests: ksft
+lib:
+	@$(SUBMAKE) -C userlib
+
+install: lib
+	@$(SUBMAKE) -C userlib install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+
+tools: lib
+	@$(SUBMAKE) -C tools
+	@$(SUBMAKE) -C examples
+
+tests: ksft lib
 	@$(SUBMAKE) -C tests/unit
+	@$(SUBMAKE) -C tests/cudart_double
+	@$(SUBMAKE) -C tests/lib
 	@$(SUBMAKE) -C tests/vm
+
+# Run the VM suite (or a --filter of it, through VMFLAGS) on one kernel.
+vm-test: module tests
+	@$(TOP)/vm/run-vm.sh --kernel $(KVER) --ko $(O)/kmod/$(KVER)/gpupool.ko \
+		--tests $(O)/tests/vm --build-dir $(O) $(VMFLAGS)
+
+# A shell in the VM with the module at hand, for debugging.
+vm-shell: module
+	@$(TOP)/vm/shell.sh --kernel $(KVER) --ko $(O)/kmod/$(KVER)/gpupool.ko \
+		--build-dir $(O) $(VMFLAGS)
 
 check: deps
 	@$(TOP)/scripts/check.sh
@@ -54,6 +79,7 @@ demo: deps
 
 bench:
 	@$(SUBMAKE) -C bench bfc
+	@$(SUBMAKE) -C bench lib
 
 checkpatch: ksft
 	@$(TOP)/scripts/checkpatch.sh

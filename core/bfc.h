@@ -84,22 +84,25 @@ void bfc_destroy(struct bfc *b);
 /* Regions --------------------------------------------------------------- */
 
 /* Add [base, base + size) as a new free chunk.  It must not overlap any
- * existing region (-EINVAL), must be granularity-aligned and not wrap
- * (-EINVAL).  *region_id (may be NULL) names it for bfc_remove_region(); with
- * BFC_MERGE_ADJACENT_REGIONS an adjacent region absorbs it and *region_id is
- * that region's id.
+ * existing region (-EINVAL), must be granularity-aligned, non-empty and not
+ * wrap: base + size <= UINT64_MAX, so a region cannot end at 2^64 (-EINVAL).
+ * *region_id (may be NULL) names it for bfc_remove_region(); ids count up
+ * from 1 and are not reused.  With BFC_MERGE_ADJACENT_REGIONS an adjacent
+ * region absorbs it and *region_id is that region's id (a region adjacent on
+ * both sides joins them: the upper one's id is gone).  -ENOMEM when the
+ * metadata cannot grow.
  */
 int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
 		   uint32_t *region_id);
 /* Remove a wholly free region: -EBUSY if any chunk in it is in use,
- * -ENOENT if there is no such region.  On success *base/*size (may be NULL)
+ * -ENOENT if there is no such region.  On success *base and *size (may be NULL)
  * say what the caller can now give back to the system.
  */
 int bfc_remove_region(struct bfc *b, uint32_t region_id, uint64_t *base,
 		      uint64_t *size);
 /* TensorFlow's DeallocateFreeRegions: remove every wholly free region,
- * calling release(ctx, base, size) for each, and return the number of bytes
- * released.
+ * calling release(ctx, base, size) (release may be NULL) for each, in
+ * address order, and return the number of bytes released.
  */
 uint64_t bfc_remove_free_regions(struct bfc *b,
 				 void (*release)(void *ctx, uint64_t base,
@@ -109,9 +112,10 @@ uint64_t bfc_remove_free_regions(struct bfc *b,
 /* Allocation ------------------------------------------------------------ */
 
 /* Best fit: the smallest free chunk that holds the rounded size, ties broken
- * by the lowest address.  size 0 -> -EINVAL (no zero-size chunks exist);
- * a size whose rounding overflows -> -ENOMEM; nothing fits -> -ENOMEM
- * (counted in stats.failed_allocs; the caller may add a region and retry).
+ * by the lowest address.  size 0 -> -EINVAL (no zero-size chunks exist; a
+ * caller error, not counted as a failed allocation); a size whose rounding
+ * overflows, nothing fits, or no memory for metadata -> -ENOMEM (counted in
+ * stats.failed_allocs; the caller may add a region and retry).
  * On success *h and *addr (either may be NULL) receive the chunk.
  */
 int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *h, uint64_t *addr);
@@ -157,7 +161,7 @@ struct bfc_stats {
 	uint64_t requested;		/* bytes asked for by in-use chunks */
 	uint64_t reserved;		/* bytes in regions */
 	uint64_t peak_reserved;
-	uint64_t largest_alloc;		/* largest rounded allocation so far */
+	uint64_t largest_alloc;		/* largest chunk handed out, ever */
 	uint64_t largest_free;		/* largest free chunk now */
 	uint64_t free_bytes;		/* reserved - in_use */
 	uint64_t nr_allocs;		/* successful allocations, ever */
@@ -167,8 +171,9 @@ struct bfc_stats {
 	uint64_t chunks_in_use;
 	uint64_t chunks_free;
 	uint64_t regions;
-	/* 1 - largest_free / free_bytes, in parts per million (integer: the
-	 * kernel has no floating point).  0 when nothing is free.
+	/* 1 - largest_free / free_bytes, in parts per million, rounded down
+	 * (integer: the kernel has no floating point); exact while free_bytes
+	 * < 2^44, within a few ppm above.  0 when nothing is free.
 	 */
 	uint32_t fragmentation_ppm;
 };
@@ -207,8 +212,11 @@ uint32_t bfc_check(const struct bfc *b, char *buf, size_t len);
  */
 size_t bfc_dump_bins(const struct bfc *b, char *buf, size_t len);
 size_t bfc_dump_chunks(const struct bfc *b, char *buf, size_t len);
-/* TensorFlow's RenderOccupancy: per region, `width` characters, each
- * covering 1/width of the region: '*' all in use, '.' all free, '+' mixed.
+/* TensorFlow's RenderOccupancy: a line per region in address order,
+ * "Region <id>: " then `width` characters, character i covering
+ * [base + size * i / width, base + size * (i + 1) / width) (at least one
+ * byte): '*' all in use, '.' all free, '+' mixed.  width 0 means TF's 100.
+ * No regions: "<allocator contains no memory>\n".
  */
 size_t bfc_render_occupancy(const struct bfc *b, char *buf, size_t len,
 			    uint32_t width);

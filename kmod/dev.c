@@ -1,27 +1,78 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dev.c - the /dev/gpupool miscdevice and its ioctls.
+ * dev.c - the /dev/gpupool miscdevice: per-file state, ioctls, mmap.
+ *
+ * Each open file has its own table of chunks (an xarray: handle id ->
+ * chunk, holding the owner's reference).  A handle is id << PAGE_SHIFT, the
+ * mmap offset of the chunk; ids are per file and allocated cyclically, so a
+ * handle names nothing in another file and a freed handle is not soon
+ * reused.  release() drops every owner reference (also when the process
+ * dies).
  *
  * Each command has one short handler: copy the argument into a zeroed
  * struct, validate (unknown flag bits and non-zero reserved fields give
  * -EINVAL), act, copy back.  Unknown commands give -ENOTTY.
+ *
+ * Races: a lookup takes its chunk reference under the xarray lock, and FREE
+ * erases under the same lock before dropping the owner's reference, so a
+ * concurrent mmap or EXPORT of the same handle either gets its own
+ * reference first (the mapping/fd keeps the chunk) or finds nothing.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/topology.h>
 #include <linux/uaccess.h>
+#include <linux/xarray.h>
 #include <linux/gpupool.h>
 
 #include "gpupool.h"
 
-static bool gpupool_zeroed(const void *p, size_t len)
+/* Handle ids: 1..GP_MAX_ID, so that handles (id << PAGE_SHIFT) stay
+ * positive as off_t.
+ */
+#define GP_MAX_ID	INT_MAX
+
+struct gp_file {
+	struct xarray chunks;		/* id -> struct gp_chunk (owner ref) */
+	u32 next_id;			/* xa_alloc_cyclic() cursor */
+	struct gp_holder *holder;
+};
+
+static bool gp_zeroed(const void *p, size_t len)
 {
 	return !memchr_inv(p, 0, len);
 }
 
-static long gpupool_ioctl_version(void __user *uarg)
+/* The chunk with this id in this file, with a new reference; or NULL. */
+static struct gp_chunk *gp_file_lookup(struct gp_file *f, unsigned long id)
+{
+	struct gp_chunk *c;
+
+	if (!id || id > GP_MAX_ID)
+		return NULL;
+	xa_lock(&f->chunks);
+	c = xa_load(&f->chunks, id);
+	if (c)
+		gp_chunk_get(c);
+	xa_unlock(&f->chunks);
+	return c;
+}
+
+/* A handle's id, or 0 when it cannot be one. */
+static unsigned long gp_handle_id(u64 handle)
+{
+	if (handle & ~PAGE_MASK || (handle >> PAGE_SHIFT) > GP_MAX_ID)
+		return 0;
+	return handle >> PAGE_SHIFT;
+}
+
+static long gp_ioctl_version(void __user *uarg)
 {
 	struct gpupool_version v;
 
@@ -29,56 +80,302 @@ static long gpupool_ioctl_version(void __user *uarg)
 		return -EFAULT;
 	if (v.flags & ~GPUPOOL_VERSION_VALID_FLAGS)
 		return -EINVAL;
-	if (v.pad || !gpupool_zeroed(v.reserved, sizeof(v.reserved)))
+	if (v.pad || !gp_zeroed(v.reserved, sizeof(v.reserved)))
 		return -EINVAL;
 
 	memset(&v, 0, sizeof(v));
 	v.abi_major = GPUPOOL_ABI_MAJOR;
 	v.abi_minor = GPUPOOL_ABI_MINOR;
 	v.min_lib_major = GPUPOOL_ABI_MAJOR;
-	v.pool_size = gpupool_pool_size();
+	v.pool_size = gp_pool_size();
 	v.granularity = PAGE_SIZE;
-	v.nr_nodes = 0;
-	v.node_mask = 0;
+	v.nr_nodes = gp_nr_nodes;
+	v.node_mask = gp_pool_node_mask();
 
 	if (copy_to_user(uarg, &v, sizeof(v)))
 		return -EFAULT;
 	return 0;
 }
 
-static long gpupool_ioctl(struct file *file, unsigned int cmd,
-			  unsigned long arg)
+static long gp_ioctl_alloc(struct gp_file *f, void __user *uarg)
 {
+	struct gpupool_alloc a;
+	struct gp_chunk *c;
+	bool strict;
+	u32 id;
+	int ret;
+
+	if (copy_from_user(&a, uarg, sizeof(a)))
+		return -EFAULT;
+	if (a.flags & ~GPUPOOL_ALLOC_VALID_FLAGS)
+		return -EINVAL;
+	if (a.pad || !gp_zeroed(a.reserved, sizeof(a.reserved)))
+		return -EINVAL;
+	strict = a.flags & GPUPOOL_ALLOC_NODE;
+	if (!strict && a.node)
+		return -EINVAL;
+	if (strict && a.node >= GP_MAX_NID)
+		return -ENODEV;
+	if (!a.size)
+		return -EINVAL;
+	if (a.size > U64_MAX - PAGE_SIZE) {
+		/* Rounding would overflow: no pool holds it. */
+		gp_pool_count_failure(strict ? a.node : numa_node_id());
+		return -ENOMEM;
+	}
+
+	ret = gp_holder_charge(f->holder, PAGE_ALIGN(a.size));
+	if (ret)
+		return ret;
+	ret = gp_pool_alloc(a.size, strict ? a.node : numa_node_id(), strict,
+			    f->holder, &c);
+	if (ret) {
+		gp_holder_uncharge(f->holder, PAGE_ALIGN(a.size));
+		return ret;
+	}
+
+	ret = xa_alloc_cyclic(&f->chunks, &id, c, XA_LIMIT(1, GP_MAX_ID),
+			      &f->next_id, GFP_KERNEL);
+	if (ret < 0)
+		goto out_put_chunk;
+
+	a.handle = (u64)id << PAGE_SHIFT;
+	a.chunk_size = c->size;
+	a.chunk_node = c->node->nid;
+	if (copy_to_user(uarg, &a, sizeof(a))) {
+		ret = -EFAULT;
+		goto out_erase;
+	}
+	return 0;
+
+out_erase:
+	/* Gone only if still ours: a guessed FREE may have raced us. */
+	if (xa_cmpxchg(&f->chunks, id, c, NULL, GFP_KERNEL) != c)
+		return ret;
+out_put_chunk:
+	gp_chunk_put(c);
+	return ret;
+}
+
+static long gp_ioctl_free(struct gp_file *f, void __user *uarg)
+{
+	struct gpupool_free fr;
+	struct gp_chunk *c;
+	unsigned long id;
+
+	if (copy_from_user(&fr, uarg, sizeof(fr)))
+		return -EFAULT;
+	if (fr.flags & ~GPUPOOL_FREE_VALID_FLAGS)
+		return -EINVAL;
+	if (fr.pad || !gp_zeroed(fr.reserved, sizeof(fr.reserved)))
+		return -EINVAL;
+	id = gp_handle_id(fr.handle);
+	if (!id)
+		return -EINVAL;
+
+	c = xa_erase(&f->chunks, id);
+	if (!c)
+		return -EINVAL;
+	gp_chunk_put(c);
+	return 0;
+}
+
+static long gp_ioctl_stats(void __user *uarg)
+{
+	struct gpupool_pool_stats *nodes;
+	struct gpupool_stats st;
+	long ret = 0;
+	u32 nr;
+
+	if (copy_from_user(&st, uarg, sizeof(st)))
+		return -EFAULT;
+	if (st.flags & ~GPUPOOL_STATS_VALID_FLAGS)
+		return -EINVAL;
+	if (!gp_zeroed(st.reserved, sizeof(st.reserved)))
+		return -EINVAL;
+	if (st.nr_nodes && !st.nodes_ptr)
+		return -EINVAL;
+
+	nodes = kcalloc(gp_nr_nodes, sizeof(*nodes), GFP_KERNEL);
+	if (!nodes)
+		return -ENOMEM;
+	gp_pool_stats(&st.total, nodes);
+	nr = min(st.nr_nodes, gp_nr_nodes);
+	if (nr && copy_to_user(u64_to_user_ptr(st.nodes_ptr), nodes,
+			       nr * sizeof(*nodes))) {
+		ret = -EFAULT;
+		goto out_free;
+	}
+	st.nr_nodes = gp_nr_nodes;
+	st.reserve_time_ns = gp_pool_reserve_ns();
+	st.max_size = gp_pool_max_size();
+	if (copy_to_user(uarg, &st, sizeof(st)))
+		ret = -EFAULT;
+out_free:
+	kfree(nodes);
+	return ret;
+}
+
+static long gp_ioctl_export(struct file *file, struct gp_file *f,
+			    void __user *uarg)
+{
+	struct gpupool_export e;
+	struct gp_chunk *c;
+	struct file *cf;
+	int fd, flags;
+	long ret;
+
+	if (copy_from_user(&e, uarg, sizeof(e)))
+		return -EFAULT;
+	if (e.flags & ~GPUPOOL_EXPORT_VALID_FLAGS)
+		return -EINVAL;
+	if (!gp_zeroed(e.reserved, sizeof(e.reserved)))
+		return -EINVAL;
+
+	c = gp_file_lookup(f, gp_handle_id(e.handle));
+	if (!c)
+		return -EINVAL;
+
+	flags = (file->f_flags & O_ACCMODE) |
+		(e.flags & GPUPOOL_EXPORT_CLOEXEC ? O_CLOEXEC : 0);
+	fd = get_unused_fd_flags(flags);
+	if (fd < 0) {
+		ret = fd;
+		goto out_put_chunk;
+	}
+	cf = gp_chunk_file(c, flags);
+	if (IS_ERR(cf)) {
+		ret = PTR_ERR(cf);
+		goto out_put_fd;
+	}
+	/* From here the file owns the chunk reference. */
+	e.fd = fd;
+	if (copy_to_user(uarg, &e, sizeof(e))) {
+		fput(cf);
+		put_unused_fd(fd);
+		return -EFAULT;
+	}
+	fd_install(fd, cf);
+	return 0;
+
+out_put_fd:
+	put_unused_fd(fd);
+out_put_chunk:
+	gp_chunk_put(c);
+	return ret;
+}
+
+static long gp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct gp_file *f = file->private_data;
 	void __user *uarg = (void __user *)arg;
 
 	switch (cmd) {
 	case GPUPOOL_IOC_VERSION:
-		return gpupool_ioctl_version(uarg);
+		return gp_ioctl_version(uarg);
+	case GPUPOOL_IOC_ALLOC:
+		return gp_ioctl_alloc(f, uarg);
+	case GPUPOOL_IOC_FREE:
+		return gp_ioctl_free(f, uarg);
+	case GPUPOOL_IOC_STATS:
+		return gp_ioctl_stats(uarg);
+	case GPUPOOL_IOC_EXPORT:
+		return gp_ioctl_export(file, f, uarg);
 	default:
 		return -ENOTTY;
 	}
 }
 
-static const struct file_operations gpupool_fops = {
+/*
+ * The mapping does not keep /dev/gpupool's file: its vm_file becomes a
+ * chunk file of its own (as an exported fd would be), so that close()
+ * releases the file's other chunks at once, the file's handles die with
+ * it, and GUP sees an anonymous inode with no writeback (long-term pins
+ * are allowed wherever /dev lives).
+ */
+static int gp_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct gp_chunk *c;
+	struct file *cf;
+	int ret;
+
+	c = gp_file_lookup(file->private_data, vma->vm_pgoff);
+	if (!c)
+		return -EINVAL;
+	cf = gp_chunk_file(c, file->f_flags & O_ACCMODE);
+	if (IS_ERR(cf)) {
+		gp_chunk_put(c);
+		return PTR_ERR(cf);
+	}
+	/* cf owns the lookup's reference; the vma gets one of its own. */
+	gp_chunk_get(c);
+	ret = gp_chunk_mmap(c, vma);
+	if (ret) {
+		gp_chunk_put(c);
+		fput(cf);
+		return ret;
+	}
+	vma_set_file(vma, cf);
+	fput(cf);
+	return 0;
+}
+
+static int gp_open(struct inode *inode, struct file *file)
+{
+	struct gp_file *f;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	f->holder = gp_holder_get_current();
+	if (!f->holder) {
+		kfree(f);
+		return -ENOMEM;
+	}
+	xa_init_flags(&f->chunks, XA_FLAGS_ALLOC1);
+	file->private_data = f;
+	return 0;
+}
+
+static int gp_release(struct inode *inode, struct file *file)
+{
+	struct gp_file *f = file->private_data;
+	struct gp_chunk *c;
+	unsigned long id;
+
+	xa_for_each(&f->chunks, id, c) {
+		xa_erase(&f->chunks, id);
+		gp_chunk_put(c);
+	}
+	xa_destroy(&f->chunks);
+	gp_holder_put(f->holder);
+	kfree(f);
+	return 0;
+}
+
+static const struct file_operations gp_fops = {
 	.owner		= THIS_MODULE,
-	.unlocked_ioctl	= gpupool_ioctl,
+	.open		= gp_open,
+	.release	= gp_release,
+	.unlocked_ioctl	= gp_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
+	.mmap		= gp_mmap,
 	.llseek		= noop_llseek,
 };
 
-static struct miscdevice gpupool_misc = {
+static struct miscdevice gp_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
 	.name	= GPUPOOL_NAME,
-	.fops	= &gpupool_fops,
+	.fops	= &gp_fops,
 };
 
 int gpupool_dev_init(umode_t mode)
 {
-	gpupool_misc.mode = mode;
-	return misc_register(&gpupool_misc);
+	gp_misc.mode = mode;
+	return misc_register(&gp_misc);
 }
 
 void gpupool_dev_exit(void)
 {
-	misc_deregister(&gpupool_misc);
+	misc_deregister(&gp_misc);
 }

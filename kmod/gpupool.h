@@ -1,13 +1,192 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * gpupool.h - what the parts of gpupool.ko share.
+ *
+ * Objects and their references:
+ *
+ *   struct gp_node    one NUMA sub-pool: a struct bfc over an abstract offset
+ *                     space [0, nr_blocks * 2 MiB), the 2 MiB blocks of
+ *                     pages behind it, and the lists of released chunks.
+ *                     Lives from load to unload.
+ *   struct gp_chunk   one allocation.  kref held by the owner (its entry in
+ *                     the allocating file's xarray), by every vma mapping it
+ *                     and by every exported chunk fd.  When the last one
+ *                     goes, the chunk goes to its node's dirty list; the
+ *                     zeroing worker gives it back to the bfc (or to the
+ *                     quarantine while its pages are pinned by others) and
+ *                     frees the struct.
+ *   struct gp_holder  per process (tgid) accounting: referenced by every
+ *                     /dev/gpupool file the process opened and by every
+ *                     chunk that counts against it.
  */
 #ifndef GPUPOOL_KMOD_H
 #define GPUPOOL_KMOD_H
 
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mm_types.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/uidgid.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include "bfc.h"
 
 #define GPUPOOL_NAME	"gpupool"
+
+/* The pool is made of 2 MiB blocks: one order-9 allocation each where the
+ * page allocator has one, else smaller orders (see struct gp_block).
+ */
+#define GP_BLOCK_SHIFT	21
+#define GP_BLOCK_SIZE	(1ULL << GP_BLOCK_SHIFT)
+#define GP_BLOCK_ORDER	(GP_BLOCK_SHIFT - PAGE_SHIFT)
+#define GP_BLOCK_PAGES	(1UL << GP_BLOCK_ORDER)
+
+/* Node ids that fit the ABI's 64-bit node_mask. */
+#define GP_MAX_NID	64
+
+struct seq_file;
+struct gpupool_pool_stats;
+
+/*
+ * A block's page i is head + i when the block is one order-9 allocation
+ * (split with split_page(), so each page has its own refcount); when it
+ * had to be put together from smaller orders, head is NULL and pages[i]
+ * names each page.  Written once before the block is published (under the
+ * node's mutex, with nr_blocks); read without locks afterwards.
+ */
+struct gp_block {
+	struct page *head;
+	struct page **pages;
+};
+
+/* Counters of one sub-pool; all under gp_node.stat_lock. */
+struct gp_counters {
+	u64 live_bytes;		/* in chunks with references */
+	u64 live_chunks;
+	u64 peak_live_bytes;
+	u64 zeroing_bytes;	/* on the dirty list or being zeroed */
+	u64 zeroing_chunks;
+	u64 quarantined_bytes;	/* on the quarantine list */
+	u64 quarantined_chunks;
+	u64 allocs;
+	u64 frees;
+	u64 failed_allocs;
+	u64 growths;
+};
+
+struct gp_node {
+	int nid;
+
+	/* Serialises every call into bfc, and the publication of blocks. */
+	struct mutex lock;
+	struct bfc *bfc;
+	unsigned long nr_blocks;	/* published blocks */
+
+	/* Held by the one task growing the sub-pool (never under lock). */
+	struct mutex grow_lock;
+	unsigned long next_grow_blocks;	/* next region size (doubles) */
+
+	struct gp_block *blocks;	/* cap_blocks entries, fixed at load */
+	unsigned long cap_blocks;
+
+	/* Lists of released chunks and the counters; never sleep under it. */
+	spinlock_t stat_lock;
+	struct list_head dirty;		/* released, to be checked and zeroed */
+	struct list_head quarantine;	/* released, still pinned by others */
+	struct gp_counters c;
+	u64 zero_gen;			/* bumped when a chunk returns to bfc */
+
+	wait_queue_head_t zero_wait;	/* allocations waiting for zero_gen */
+	struct work_struct zero_work;
+	struct delayed_work quarantine_work;
+
+	/* What load reserved (for the log line and /proc). */
+	unsigned long fallback_blocks;	/* blocks made of smaller orders */
+	u64 reserve_ns;
+};
+
+struct gp_chunk {
+	struct kref kref;
+	struct gp_node *node;
+	struct gp_holder *holder;	/* counted against; holds a ref */
+	u64 offset;			/* in the node's offset space */
+	u64 size;			/* bytes, page multiple */
+	bfc_handle_t bh;
+	struct list_head link;		/* dirty / quarantine list, when released */
+};
+
+struct gp_holder {
+	struct kref kref;
+	struct list_head link;		/* on gp_holders, under its mutex */
+	struct pid *tgid;
+	kuid_t uid;			/* euid of the process when it first opened */
+	char comm[TASK_COMM_LEN];
+	spinlock_t lock;
+	u64 bytes;			/* chunks counting against it */
+	u64 chunks;
+};
+
+/* main.c: module parameters as the rest of the module sees them. */
+extern u64 gp_per_process_limit;
+
+/* pool.c: the sub-pools. */
+extern unsigned int gp_nr_nodes;
+extern struct gp_node **gp_nodes;
+
+int gp_pool_init(const int *nids, unsigned int nr, u64 pool_size,
+		 u64 max_size, bool strict);
+void gp_pool_exit(void);
+u64 gp_pool_size(void);
+u64 gp_pool_max_size(void);
+u64 gp_pool_reserve_ns(void);
+u64 gp_pool_node_mask(void);
+struct gp_node *gp_pool_node(int nid);
+int gp_pool_alloc(u64 size, int nid, bool strict_node,
+		  struct gp_holder *holder, struct gp_chunk **out);
+void gp_pool_release_chunk(struct gp_chunk *c);
+void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s);
+void gp_pool_stats(struct gpupool_pool_stats *total,
+		   struct gpupool_pool_stats *nodes);
+void gp_pool_count_limit_denial(void);
+void gp_pool_count_failure(int nid);
+void gp_pool_show_bins(struct seq_file *m);
+
+static inline struct page *gp_node_page(const struct gp_node *n,
+					unsigned long pg)
+{
+	const struct gp_block *b = &n->blocks[pg / GP_BLOCK_PAGES];
+	unsigned long i = pg % GP_BLOCK_PAGES;
+
+	return b->head ? b->head + i : b->pages[i];
+}
+
+/* chunk.c: chunk references, mappings and exported chunk fds. */
+void gp_chunk_get(struct gp_chunk *c);
+void gp_chunk_put(struct gp_chunk *c);
+int gp_chunk_mmap(struct gp_chunk *c, struct vm_area_struct *vma);
+struct file *gp_chunk_file(struct gp_chunk *c, int flags);
+
+static inline unsigned long gp_chunk_pages(const struct gp_chunk *c)
+{
+	return c->size >> PAGE_SHIFT;
+}
+
+static inline struct page *gp_chunk_page(const struct gp_chunk *c,
+					 unsigned long i)
+{
+	return gp_node_page(c->node, (c->offset >> PAGE_SHIFT) + i);
+}
+
+/* holder.c: per-process accounting. */
+struct gp_holder *gp_holder_get_current(void);
+void gp_holder_get(struct gp_holder *h);
+void gp_holder_put(struct gp_holder *h);
+int gp_holder_charge(struct gp_holder *h, u64 bytes);
+void gp_holder_uncharge(struct gp_holder *h, u64 bytes);
+void gp_holder_show(struct seq_file *m, bool all, kuid_t uid);
 
 /* dev.c: the /dev/gpupool miscdevice. */
 int gpupool_dev_init(umode_t mode);
@@ -17,7 +196,7 @@ void gpupool_dev_exit(void);
 int gpupool_proc_init(void);
 void gpupool_proc_exit(void);
 
-/* The pool as the ABI reports it. */
-u64 gpupool_pool_size(void);
+/* selftest.c: the BFC core's randomized check, in kernel context. */
+int gp_selftest(void);
 
 #endif /* GPUPOOL_KMOD_H */

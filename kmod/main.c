@@ -7,22 +7,104 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/nodemask.h>
 #include <linux/stat.h>
 
 #include "gpupool.h"
+
+static char *pool_size = "256M";
+module_param(pool_size, charp, 0444);
+MODULE_PARM_DESC(pool_size,
+		 "Bytes to reserve at load, split evenly over the nodes; K/M/G suffixes (default 256M; 0 with max_size: start empty)");
+
+static char *max_size = "0";
+module_param(max_size, charp, 0444);
+MODULE_PARM_DESC(max_size,
+		 "Growth limit: when full, add regions (doubling) up to this many bytes in all; K/M/G suffixes (default 0: no growth)");
+
+static int nodes[GP_MAX_NID];
+static unsigned int nr_nodes_param;
+module_param_array_named(nodes, nodes, int, &nr_nodes_param, 0444);
+MODULE_PARM_DESC(nodes,
+		 "NUMA nodes to hold sub-pools, e.g. nodes=0,1 (default: every node with memory)");
+
+static char *per_process_limit = "0";
+module_param(per_process_limit, charp, 0444);
+MODULE_PARM_DESC(per_process_limit,
+		 "Most bytes of chunks one process may hold; ALLOC beyond it fails with EDQUOT; K/M/G suffixes (default 0: no limit)");
 
 static ushort dev_mode = 0660;
 module_param(dev_mode, ushort, 0444);
 MODULE_PARM_DESC(dev_mode, "Permissions of /dev/gpupool (default 0660)");
 
-u64 gpupool_pool_size(void)
+static bool strict;
+module_param(strict, bool, 0444);
+MODULE_PARM_DESC(strict,
+		 "Fail the load unless the whole pool_size can be reserved (default 0: reserve what can be had and warn)");
+
+static bool selftest;
+module_param(selftest, bool, 0444);
+MODULE_PARM_DESC(selftest,
+		 "Run the BFC core's randomized self-test at load; the load fails if it does (default 0)");
+
+u64 gp_per_process_limit;
+
+/* A size parameter: a number with an optional K/M/G/T suffix, nothing else. */
+static int gp_parse_size(const char *name, const char *s, u64 *out)
 {
+	char *end;
+
+	*out = memparse(s, &end);
+	if (end == s || *end) {
+		pr_err("%s=%s: not a size (a number with an optional K, M, G or T suffix)\n",
+		       name, s);
+		return -EINVAL;
+	}
 	return 0;
 }
 
-static int __init gpupool_init(void)
+/* The nodes to serve, from nodes= or every node with memory. */
+static int gp_pick_nodes(int *nids, unsigned int *nr)
+{
+	unsigned int i, j;
+	int nid;
+
+	if (!nr_nodes_param) {
+		*nr = 0;
+		for_each_node_state(nid, N_MEMORY) {
+			if (nid >= GP_MAX_NID) {
+				pr_warn("node %d: beyond the ABI's %d nodes; not used\n",
+					nid, GP_MAX_NID);
+				continue;
+			}
+			nids[(*nr)++] = nid;
+		}
+		return *nr ? 0 : -ENODEV;
+	}
+
+	for (i = 0; i < nr_nodes_param; i++) {
+		nid = nodes[i];
+		if (nid < 0 || nid >= GP_MAX_NID || !node_state(nid, N_MEMORY)) {
+			pr_err("nodes: node %d has no memory (or does not exist)\n",
+			       nid);
+			return -EINVAL;
+		}
+		for (j = 0; j < i; j++) {
+			if (nids[j] == nid) {
+				pr_err("nodes: node %d given twice\n", nid);
+				return -EINVAL;
+			}
+		}
+		nids[i] = nid;
+	}
+	*nr = nr_nodes_param;
+	return 0;
+}
+
+static int gp_check_params(int *nids, unsigned int *nr, u64 *pool, u64 *max)
 {
 	int ret;
 
@@ -31,20 +113,63 @@ static int __init gpupool_init(void)
 		       dev_mode);
 		return -EINVAL;
 	}
+	ret = gp_parse_size("pool_size", pool_size, pool);
+	if (!ret)
+		ret = gp_parse_size("max_size", max_size, max);
+	if (!ret)
+		ret = gp_parse_size("per_process_limit", per_process_limit,
+				    &gp_per_process_limit);
+	if (ret)
+		return ret;
+	if (*max && *max < *pool) {
+		pr_err("max_size=%s is below pool_size=%s\n", max_size,
+		       pool_size);
+		return -EINVAL;
+	}
+	if (!*pool && !*max) {
+		pr_err("pool_size=0 and no growth (max_size=0): nothing to serve\n");
+		return -EINVAL;
+	}
+	return gp_pick_nodes(nids, nr);
+}
+
+static int __init gpupool_init(void)
+{
+	static int nids[GP_MAX_NID] __initdata;
+	unsigned int nr;
+	u64 pool, max;
+	int ret;
+
+	ret = gp_check_params(nids, &nr, &pool, &max);
+	if (ret)
+		return ret;
+
+	if (selftest) {
+		ret = gp_selftest();
+		if (ret)
+			return ret;
+	}
+
+	ret = gp_pool_init(nids, nr, pool, max, strict);
+	if (ret)
+		return ret;
 
 	ret = gpupool_proc_init();
 	if (ret)
-		return ret;
+		goto out_pool;
 
 	ret = gpupool_dev_init(dev_mode);
 	if (ret)
 		goto out_proc;
 
-	pr_info("loaded\n");
+	pr_info("loaded: %llu MiB on %u node(s), growth limit %llu MiB, per-process limit %llu MiB\n",
+		gp_pool_size() >> 20, nr, max >> 20, gp_per_process_limit >> 20);
 	return 0;
 
 out_proc:
 	gpupool_proc_exit();
+out_pool:
+	gp_pool_exit();
 	return ret;
 }
 
@@ -52,6 +177,7 @@ static void __exit gpupool_exit(void)
 {
 	gpupool_dev_exit();
 	gpupool_proc_exit();
+	gp_pool_exit();
 	pr_info("unloaded\n");
 }
 

@@ -1,20 +1,96 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * proc.c - /proc/gpupool: the pool's state for anyone to read, in the style
- * of /proc/meminfo (`Key: value`, sizes in kB).  Field names are ABI: add,
- * never rename.
+ * of /proc/meminfo (`Key: value`, sizes in kB).  Every field is described
+ * in docs/proc-gpupool.md.  Field names are ABI: add, never rename.
+ *
+ * Holder lines name other users' processes (pid and command, as
+ * /proc/<pid>/stat does); a reader whose file was opened without
+ * CAP_SYS_ADMIN sees only the holders running under its own euid.
  */
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/fs.h>
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <linux/gpupool.h>
 
 #include "gpupool.h"
 
+static void gp_show_kb(struct seq_file *m, const char *prefix,
+		       const char *key, u64 bytes)
+{
+	seq_printf(m, "%s%s:", prefix, key);
+	seq_printf(m, "%*llu kB\n", (int)(24 - strlen(prefix) - strlen(key)),
+		   bytes >> 10);
+}
+
+static void gp_show_num(struct seq_file *m, const char *prefix,
+			const char *key, u64 val)
+{
+	seq_printf(m, "%s%s:", prefix, key);
+	seq_printf(m, "%*llu\n", (int)(24 - strlen(prefix) - strlen(key)), val);
+}
+
+/* The figures of one sub-pool or of the whole pool (prefix "" or "NodeN"). */
+static void gp_show_pool(struct seq_file *m, const char *prefix,
+			 const struct gpupool_pool_stats *s)
+{
+	gp_show_kb(m, prefix, "PoolTotal", s->total);
+	gp_show_kb(m, prefix, "PoolFree", s->free);
+	gp_show_kb(m, prefix, "InUse", s->in_use);
+	gp_show_kb(m, prefix, "PeakInUse", s->peak_in_use);
+	gp_show_kb(m, prefix, "Zeroing", s->zeroing);
+	gp_show_kb(m, prefix, "Quarantined", s->quarantined);
+	gp_show_kb(m, prefix, "LargestFree", s->largest_free);
+	seq_printf(m, "%sFragmentation:%*u ppm\n", prefix,
+		   (int)(24 - strlen(prefix) - strlen("Fragmentation")),
+		   s->fragmentation_ppm);
+	gp_show_num(m, prefix, "ChunksInUse", s->chunks_in_use);
+	gp_show_num(m, prefix, "ChunksFree", s->chunks_free);
+	gp_show_num(m, prefix, "ChunksZeroing", s->chunks_zeroing);
+	gp_show_num(m, prefix, "ChunksQuarantined", s->chunks_quarantined);
+	gp_show_num(m, prefix, "Allocs", s->allocs);
+	gp_show_num(m, prefix, "Frees", s->frees);
+	gp_show_num(m, prefix, "FailedAllocs", s->failed_allocs);
+	gp_show_num(m, prefix, "Growths", s->growths);
+}
+
 static int gpupool_proc_show(struct seq_file *m, void *v)
 {
-	seq_printf(m, "AbiVersion:     %u.%u\n", GPUPOOL_ABI_MAJOR,
+	struct gpupool_pool_stats total, *nodes;
+	const struct cred *cred = m->file->f_cred;
+	char prefix[16];
+	unsigned int i;
+
+	nodes = kcalloc(gp_nr_nodes, sizeof(*nodes), GFP_KERNEL);
+	if (!nodes)
+		return -ENOMEM;
+	gp_pool_stats(&total, nodes);
+
+	seq_printf(m, "AbiVersion:%*u.%u\n", 13, GPUPOOL_ABI_MAJOR,
 		   GPUPOOL_ABI_MINOR);
-	seq_printf(m, "PoolTotal:      %llu kB\n", gpupool_pool_size() >> 10);
+	gp_show_pool(m, "", &total);
+	gp_show_num(m, "", "LimitDenials", total.limit_denials);
+	gp_show_kb(m, "", "PoolLimit", gp_pool_max_size());
+	gp_show_kb(m, "", "PerProcessLimit", READ_ONCE(gp_per_process_limit));
+	seq_printf(m, "ReserveTime:%*llu ms\n", 13,
+		   div_u64(gp_pool_reserve_ns(), NSEC_PER_MSEC));
+	gp_show_num(m, "", "Nodes", gp_nr_nodes);
+
+	for (i = 0; i < gp_nr_nodes; i++) {
+		snprintf(prefix, sizeof(prefix), "Node%u", nodes[i].node);
+		gp_show_pool(m, prefix, &nodes[i]);
+		seq_printf(m, "%sReserveTime:%*llu ms\n", prefix,
+			   (int)(24 - strlen(prefix) - strlen("ReserveTime")),
+			   div_u64(gp_nodes[i]->reserve_ns, NSEC_PER_MSEC));
+	}
+	kfree(nodes);
+
+	gp_holder_show(m, file_ns_capable(m->file, &init_user_ns,
+					  CAP_SYS_ADMIN), cred->euid);
+	gp_pool_show_bins(m);
 	return 0;
 }
 

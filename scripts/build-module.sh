@@ -26,4 +26,7 @@ cp -a "$top/Kbuild" "$top/VERSION" "$out/"
 # W=1: extra warnings; KCFLAGS=-Werror makes every warning fatal in our
 # own build (DKMS builds without -Werror so a new compiler cannot break an
 # install).
+# Our own make's command-line variables (O= above all, which means
+# something else to kbuild) must not reach the kernel's make.
+unset MAKEFLAGS MAKEOVERRIDES MFLAGS O
 make -C "$kdir" M="$out" W=1 KCFLAGS=-Werror modules

@@ -5,6 +5,8 @@
 #   2. checkpatch on the kernel code
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12)
 #   4. the DKMS check for both kernels
+#   (the library's tests run on the user backend here and again, on the
+#   kernel backend, inside the VM on each kernel)
 # The last line printed is the sum over all suites: `N passed, N failed,
 # N skipped`; the exit status is non-zero when anything failed.
 set -u
@@ -29,7 +31,7 @@ kvers=$("$top/vm/kernels.sh") || kvers=""
 if [ -z "$kvers" ]; then
 	echo "check: no test kernels found (vm/kernels.sh); run: make deps"
 	built=0
-elif ! make -C "$top" --no-print-directory O="$O" modules-all tests; then
+elif ! make -C "$top" --no-print-directory O="$O" modules-all tools tests; then
 	built=0
 fi
 if [ "$built" -eq 0 ]; then
@@ -38,8 +40,14 @@ if [ "$built" -eq 0 ]; then
 	exit 1
 fi
 
-step "host unit tests"
+step "host unit tests: the allocator core"
 "$top/scripts/run-tests.sh" unit "$O/tests/unit" || status=1
+
+step "host tests: libgpupool on the user backend, CUDA through the test double"
+GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" lib "$O/tests/lib" || status=1
+
+step "the VM harness's own judge (synthetic logs, no VM)"
+python3 "$top/vm/selftest-vmreport.py" --counts "$results/vmreport-selftest.counts" || status=1
 
 step "checkpatch"
 "$top/scripts/checkpatch.sh" || status=1
@@ -47,7 +55,12 @@ step "checkpatch"
 for k in $kvers; do
 	step "VM suite on $k"
 	"$top/vm/run-vm.sh" --kernel "$k" --ko "$O/kmod/$k/gpupool.ko" \
-		--tests "$O/tests/vm" || status=1
+		--tests "$O/tests/vm" --build-dir "$O" --quiet || status=1
+	step "libgpupool on the kernel backend, in the VM on $k"
+	"$top/vm/run-vm.sh" --kernel "$k" --name "lib-$k" \
+		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
+		--env GPUPOOL_BACKEND=kernel --tests "$O/tests/lib" \
+		--build-dir "$O" --quiet || status=1
 done
 
 step "DKMS"

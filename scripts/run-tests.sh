@@ -28,9 +28,9 @@ for t in "$dir"/*; do
 	cat "$out" >> "$log"
 	totals=$(grep '^# Totals: ' "$out" | tail -n 1)
 	if [ -n "$totals" ]; then
-		p=$(echo "$totals" | sed -n 's/.*pass:\([0-9]*\).*/\1/p')
+		p=$(echo "$totals" | sed -n 's/.*Totals: pass:\([0-9]*\).*/\1/p')
 		f=$(echo "$totals" | sed -n 's/.* fail:\([0-9]*\).*/\1/p')
-		s=$(echo "$totals" | sed -n 's/.*skip:\([0-9]*\).*/\1/p')
+		s=$(echo "$totals" | sed -n 's/.* skip:\([0-9]*\).*/\1/p')
 		e=$(echo "$totals" | sed -n 's/.*error:\([0-9]*\).*/\1/p')
 		f=$((f + ${e:-0}))
 	else

@@ -7,6 +7,7 @@
 # Usage:
 #   vm/mkinitramfs.sh --out FILE --moddir /lib/modules/RELEASE
 #   vm/mkinitramfs.sh --out FILE --kbuild /path/to/kernel/build/tree
+#   vm/mkinitramfs.sh --out FILE --none     (everything built into the kernel)
 #
 # The result is cached: FILE.key records a hash of every input (this script,
 # vm/init, busybox, the module files and the kernel's module lists); FILE is
@@ -14,7 +15,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-out= moddir= kbuild=
+out='' moddir='' kbuild='' none=0
 # What the guest must be able to load, in no particular order: the rest
 # (virtio core, virtio_ring, netfs, fscache, 9pnet ...) comes in as
 # dependencies.
@@ -27,17 +28,20 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--moddir) moddir=$2; shift 2 ;;
 	--kbuild) kbuild=$2; shift 2 ;;
-	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+	--none) none=1; shift ;;
+	-h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
 	*) die "unknown argument: $1" ;;
 	esac
 done
 [ -n "$out" ] || die "--out is required"
-[ -n "$moddir" ] || [ -n "$kbuild" ] || die "--moddir or --kbuild is required"
+[ -n "$moddir" ] || [ -n "$kbuild" ] || [ $none = 1 ] ||
+	die "--moddir, --kbuild or --none is required"
 BUSYBOX=${BUSYBOX:-/bin/busybox}
 [ -x "$BUSYBOX" ] || die "$BUSYBOX missing: apt-get install busybox-static"
-file "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||
-	ldd "$BUSYBOX" 2>&1 | grep -q 'not a dynamic' ||
-	die "$BUSYBOX is not static: apt-get install busybox-static"
+# The initramfs has no libc: busybox must be the static build.
+if ldd "$BUSYBOX" >/dev/null 2>&1; then
+	die "$BUSYBOX is dynamically linked: apt-get install busybox-static"
+fi
 
 norm() { echo "${1//-/_}"; }
 
@@ -50,22 +54,23 @@ if [ -n "$moddir" ]; then
 	[ -f "$moddir/modules.dep" ] || die "$moddir/modules.dep not found"
 	while IFS= read -r l; do
 		n=${l##*/}; n=${n%%.ko*}
-		BUILTIN[$(norm "$n")]=1
+		BUILTIN[${n//-/_}]=1
 	done < <(cat "$moddir/modules.builtin" 2>/dev/null || true)
-	# modules.dep: "kernel/x/y.ko[.xz]: dep.ko dep.ko"
+	# modules.dep: "kernel/x/y.ko[.xz]: dep.ko dep.ko" (no subshells here:
+	# the file has thousands of lines)
 	while IFS= read -r l; do
 		f=${l%%:*}; rest=${l#*:}
-		n=${f##*/}; n=$(norm "${n%%.ko*}")
+		n=${f##*/}; n=${n%%.ko*}; n=${n//-/_}
 		MODPATH[$n]=$moddir/$f
 		d=
-		for p in $rest; do p=${p##*/}; d="$d $(norm "${p%%.ko*}")"; done
+		for p in $rest; do p=${p##*/}; p=${p%%.ko*}; d="$d ${p//-/_}"; done
 		DEPS[$n]=$d
 	done < "$moddir/modules.dep"
-else
+elif [ -n "$kbuild" ]; then
 	[ -f "$kbuild/.config" ] || die "$kbuild/.config not found (not a kernel build tree?)"
 	if [ -f "$kbuild/modules.builtin" ]; then
 		while IFS= read -r l; do
-			n=${l##*/}; BUILTIN[$(norm "${n%%.ko*}")]=1
+			n=${l##*/}; n=${n%%.ko*}; BUILTIN[${n//-/_}]=1
 		done < "$kbuild/modules.builtin"
 	fi
 	if [ -f "$kbuild/modules.order" ]; then
@@ -88,7 +93,7 @@ resolve() {		# depth-first: dependencies before the module itself
 	SEEN[$n]=1
 	if [ -n "${BUILTIN[$n]:-}" ]; then return 0; fi
 	if [ -z "${MODPATH[$n]:-}" ]; then
-		if [ -n "$kbuild" ]; then
+		if [ -z "$moddir" ]; then
 			echo "mkinitramfs: note: $n neither built in (no modules.builtin entry) nor built as a module in $kbuild; assuming built in" >&2
 			return 0
 		fi
@@ -100,12 +105,12 @@ resolve() {		# depth-first: dependencies before the module itself
 	for d in ${DEPS[$n]}; do resolve "$d"; done
 	ORDER+=("$n")
 }
-for w in "${WANT[@]}"; do resolve "$w"; done
+[ $none = 1 ] || for w in "${WANT[@]}"; do resolve "$w"; done
 
 # --- cache key ------------------------------------------------------------
 key=$( {
 	echo "v1 ${ORDER[*]:-}"
-	sha256sum "$0" "$here/init" "$BUSYBOX"
+	cat "$0" "$here/init" "$BUSYBOX" | sha256sum
 	for n in "${ORDER[@]}"; do stat -L -c '%n %s %Y' "${MODPATH[$n]}"; done
 	if [ -n "$moddir" ]; then stat -L -c '%n %s %Y' "$moddir/modules.dep"; fi
 	if [ -n "$kbuild" ]; then stat -L -c '%n %s %Y' "$kbuild/.config"; fi

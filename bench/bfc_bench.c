@@ -1,0 +1,1625 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * bfc_bench.c - benchmark of the BFC core (core/bfc.c) against a
+ * TensorFlow-structured baseline (tf_bfc.cc) and the system malloc.
+ *
+ *   bfc_bench [options] TRACE.csv...
+ *
+ * Prints figures; asserts nothing.  Exit status: 0, or 1 when a trace fails
+ * to parse or the command line is wrong, 3 when an allocator misbehaves (a
+ * free it should accept is refused, or its consistency check fails).
+ * What each section measures is printed with it; see also bench/README.md.
+ */
+#define _GNU_SOURCE
+#include "bfc.h"
+#include "tf_bfc.h"
+#include "trace.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define GRAN		256ull		/* TF's kMinAllocationSize */
+#define FIRST_REGION	(1ull << 20)	/* growth: first region, then x2 */
+#define REGION_GAP	(1ull << 30)	/* regions are never adjacent */
+#define BASE_ADDR	(1ull << 32)	/* first region's address */
+#define NR_SCALES	4
+
+static const uint64_t scales[NR_SCALES] = { 1000, 10000, 100000, 1000000 };
+
+static struct {
+	int quick;
+	int runs;			/* timed runs per figure (median) */
+	uint64_t ops_per_run;		/* trace replays: min ops per run */
+	uint64_t scale_ops;		/* churn: timed ops per allocator */
+	double churn_budget_s;		/* churn: time box per allocator */
+	uint64_t seed;
+	int nr_scales;
+	const char *scale_trace;
+	int do_replay, do_frag, do_scale;
+} cfg = {
+	.runs = 9,
+	.ops_per_run = 300000,
+	.scale_ops = 400000,
+	.churn_budget_s = 2.0,
+	.seed = 42,
+	.nr_scales = NR_SCALES,
+	.scale_trace = "hta_ddp",
+	.do_replay = 1, .do_frag = 1, .do_scale = 1,
+};
+
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+static void die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "bfc_bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(code);
+}
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz);
+
+	if (!p)
+		die(3, "out of memory (%zu x %zu bytes)", n, sz);
+	return p;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+/* splitmix64: reproducible streams, the same for every allocator. */
+static uint64_t rng;
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	if (n <= 0)
+		return NAN;
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static const char *human(uint64_t b, char *buf, size_t len)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, len, "%.2f GiB", (double)b / (1ull << 30));
+	else if (b >= (1ull << 20))
+		snprintf(buf, len, "%.2f MiB", (double)b / (1ull << 20));
+	else if (b >= (1ull << 10))
+		snprintf(buf, len, "%.1f KiB", (double)b / (1ull << 10));
+	else
+		snprintf(buf, len, "%llu B", (unsigned long long)b);
+	return buf;
+}
+
+/* ------------------------------------------------------------------------
+ * Pools: one allocator and the "system" that gives it regions.  Region
+ * addresses are abstract (nothing is mapped): the core never touches its
+ * memory and neither does the baseline.
+ */
+enum kind { K_CORE, K_TF };
+
+struct pool {
+	enum kind kind;
+	struct bfc *core;
+	struct tf_bfc *tf;
+	int growth;
+	uint64_t next_base;
+	uint64_t curr_region;	/* TF's curr_region_allocation_bytes_ */
+	uint64_t reserved;
+	uint32_t regions;
+};
+
+static void pool_add_region(struct pool *p, uint64_t size)
+{
+	uint64_t base = p->next_base;
+	int r;
+
+	if (p->kind == K_CORE)
+		r = bfc_add_region(p->core, base, size, NULL);
+	else
+		r = tf_bfc_add_region(p->tf, base, size);
+	if (r)
+		die(3, "%s: adding a region of %llu bytes at 0x%llx failed: %d",
+		    p->kind == K_CORE ? "core" : "tf", (unsigned long long)size,
+		    (unsigned long long)base, r);
+	p->next_base = round_up(base + size + REGION_GAP, REGION_GAP);
+	p->reserved += size;
+	p->regions++;
+}
+
+/* first: the fixed pool's size, or the first region when growing. */
+static void pool_init(struct pool *p, enum kind k, int growth, uint64_t first)
+{
+	memset(p, 0, sizeof(*p));
+	p->kind = k;
+	p->growth = growth;
+	p->next_base = BASE_ADDR;
+	if (k == K_CORE) {
+		struct bfc_params prm;
+		int r;
+
+		bfc_params_default(&prm, GRAN);
+		r = bfc_create(&p->core, &prm);
+		if (r)
+			die(3, "bfc_create: %d", r);
+	} else {
+		p->tf = tf_bfc_create(GRAN);
+		if (!p->tf)
+			die(3, "tf_bfc_create failed");
+	}
+	if (growth) {
+		p->curr_region = first;
+	} else {
+		pool_add_region(p, round_up(first, GRAN));
+	}
+}
+
+static void pool_destroy(struct pool *p)
+{
+	if (p->core)
+		bfc_destroy(p->core);
+	if (p->tf)
+		tf_bfc_destroy(p->tf);
+	memset(p, 0, sizeof(*p));
+}
+
+/* TF's Extend(): double curr_region until it holds the request, add a
+ * region of that size, and double again for next time unless it just did.
+ */
+static void pool_extend(struct pool *p, uint64_t size)
+{
+	uint64_t rounded = round_up(size, GRAN);
+	int increased = 0;
+
+	while (rounded > p->curr_region) {
+		p->curr_region *= 2;
+		increased = 1;
+	}
+	pool_add_region(p, p->curr_region);
+	if (!increased)
+		p->curr_region *= 2;
+}
+
+static uint64_t pool_check(struct pool *p, const char *what)
+{
+	uint64_t bad;
+	char buf[512];
+
+	if (p->kind == K_CORE) {
+		bad = bfc_check(p->core, buf, sizeof(buf));
+		if (bad)
+			fprintf(stderr, "bfc_bench: core check after %s: %llu violation(s):\n%s\n",
+				what, (unsigned long long)bad, buf);
+	} else {
+		bad = tf_bfc_check(p->tf);
+		if (bad)
+			fprintf(stderr, "bfc_bench: tf baseline check after %s: %llu violation(s)\n",
+				what, (unsigned long long)bad);
+	}
+	return bad;
+}
+
+static int core_alloc(struct pool *p, uint64_t size, bfc_handle_t *h,
+		      uint64_t *addr)
+{
+	int r = bfc_alloc(p->core, size, h, addr);
+
+	if (unlikely(r == -BFC_ENOMEM) && p->growth) {
+		/* the new region holds the request: only metadata can fail */
+		pool_extend(p, size);
+		r = bfc_alloc(p->core, size, h, addr);
+		if (r)
+			die(3, "core: bfc_alloc(%llu) failed with a fresh region: %d",
+			    (unsigned long long)size, r);
+	}
+	if (unlikely(r && r != -BFC_ENOMEM))
+		die(3, "core: bfc_alloc(%llu) returned %d",
+		    (unsigned long long)size, r);
+	return r;
+}
+
+static int tf_alloc(struct pool *p, uint64_t size, uint64_t *h,
+		    uint64_t *addr)
+{
+	int r = tf_bfc_alloc(p->tf, size, h, addr);
+
+	if (unlikely(r == -12) && p->growth) {
+		pool_extend(p, size);
+		r = tf_bfc_alloc(p->tf, size, h, addr);
+		if (r)
+			die(3, "tf: alloc(%llu) failed with a fresh region",
+			    (unsigned long long)size);
+	}
+	if (unlikely(r && r != -12))
+		die(3, "tf: alloc(%llu) returned %d",
+		    (unsigned long long)size, r);
+	return r;
+}
+
+static void core_free(struct pool *p, bfc_handle_t h, uint64_t addr,
+		      int by_addr)
+{
+	int r = by_addr ? bfc_free_addr(p->core, addr) : bfc_free(p->core, h);
+
+	if (unlikely(r))
+		die(3, "core: %s(0x%llx / handle %u) returned %d",
+		    by_addr ? "bfc_free_addr" : "bfc_free",
+		    (unsigned long long)addr, h, r);
+}
+
+static void tf_free(struct pool *p, uint64_t addr)
+{
+	if (unlikely(tf_bfc_free(p->tf, addr)))
+		die(3, "tf: free(0x%llx) refused", (unsigned long long)addr);
+}
+
+/* ------------------------------------------------------------------------
+ * Trace replay.  An allocation that fails (fixed pools only) is counted and
+ * its free skipped.  After the trace, the chunks it leaves live are freed,
+ * so every replay starts and ends with an empty allocator; those frees count
+ * as operations.
+ */
+struct rstate {
+	uint64_t *addr;		/* per id; 0 = not allocated (failed) */
+	bfc_handle_t *h;
+	uint64_t *tfh;
+	void **ptr;
+	uint32_t *end_live;	/* ids live at the end of the trace */
+	uint32_t nr_end_live;
+	uint64_t ops_per_rep;
+	/* Timing (see measure()): nb blocks of BLOCK_OPS trace operations
+	 * (the final frees belong to the last block), or for traces of at
+	 * most BLOCK_OPS operations one block of `group` whole replays.
+	 */
+	uint32_t nb, group;
+	uint64_t *bt;		/* nb block times of the last replay */
+};
+
+#define BLOCK_OPS	4096u
+
+static void rstate_init(struct rstate *s, const struct trace *t)
+{
+	uint8_t *live = xcalloc(t->nr_ids, 1);
+	uint32_t i, n = 0;
+
+	s->addr = xcalloc(t->nr_ids, sizeof(*s->addr));
+	s->h = xcalloc(t->nr_ids, sizeof(*s->h));
+	s->tfh = xcalloc(t->nr_ids, sizeof(*s->tfh));
+	s->ptr = xcalloc(t->nr_ids, sizeof(*s->ptr));
+	s->end_live = xcalloc(t->nr_live_at_end, sizeof(*s->end_live));
+	for (i = 0; i < t->nr_ops; i++)
+		live[t->ops[i] & TRACE_ID_MASK] = !(t->ops[i] & TRACE_FREE);
+	for (i = 0; i < t->nr_ids; i++)
+		if (live[i])
+			s->end_live[n++] = i;
+	s->nr_end_live = n;
+	s->ops_per_rep = (uint64_t)t->nr_ops + n;
+	if (s->ops_per_rep <= BLOCK_OPS) {
+		s->nb = 1;
+		s->group = (uint32_t)(BLOCK_OPS / s->ops_per_rep);
+	} else {
+		s->nb = (t->nr_ops + BLOCK_OPS - 1) / BLOCK_OPS;
+		s->group = 1;
+	}
+	s->bt = xcalloc(s->nb, sizeof(*s->bt));
+	free(live);
+}
+
+static void rstate_free(struct rstate *s)
+{
+	free(s->addr);
+	free(s->h);
+	free(s->tfh);
+	free(s->ptr);
+	free(s->end_live);
+	free(s->bt);
+}
+
+/* One replay.  keep_end: leave the trace's final live chunks allocated (for
+ * checks).  With bt, the time of each block of BLOCK_OPS operations goes
+ * into bt[] (s->nb entries).
+ */
+static uint64_t replay_core(struct pool *p, const struct trace *t,
+			    struct rstate *s, int by_addr, int keep_end,
+			    uint64_t *bt)
+{
+	uint64_t fails = 0, t0 = 0;
+	uint32_t i, blk, nb = bt ? s->nb : 1;
+
+	for (blk = 0; blk < nb; blk++) {
+		uint32_t end = blk == nb - 1 ? t->nr_ops : (blk + 1) * BLOCK_OPS;
+
+		if (bt)
+			t0 = now_ns();
+		for (i = blk * BLOCK_OPS; i < end; i++) {
+			uint32_t op = t->ops[i], id = op & TRACE_ID_MASK;
+
+			if (op & TRACE_FREE) {
+				if (s->addr[id])
+					core_free(p, s->h[id], s->addr[id],
+						  by_addr);
+			} else if (core_alloc(p, t->size[id], &s->h[id],
+					      &s->addr[id])) {
+				s->addr[id] = 0;
+				fails++;
+			}
+		}
+		if (blk == nb - 1 && !keep_end) {
+			for (i = 0; i < s->nr_end_live; i++) {
+				uint32_t id = s->end_live[i];
+
+				if (s->addr[id])
+					core_free(p, s->h[id], s->addr[id],
+						  by_addr);
+			}
+		}
+		if (bt)
+			bt[blk] = now_ns() - t0;
+	}
+	return fails;
+}
+
+static uint64_t replay_tf(struct pool *p, const struct trace *t,
+			  struct rstate *s, int keep_end, uint64_t *bt)
+{
+	uint64_t fails = 0, t0 = 0;
+	uint32_t i, blk, nb = bt ? s->nb : 1;
+
+	for (blk = 0; blk < nb; blk++) {
+		uint32_t end = blk == nb - 1 ? t->nr_ops : (blk + 1) * BLOCK_OPS;
+
+		if (bt)
+			t0 = now_ns();
+		for (i = blk * BLOCK_OPS; i < end; i++) {
+			uint32_t op = t->ops[i], id = op & TRACE_ID_MASK;
+
+			if (op & TRACE_FREE) {
+				if (s->addr[id])
+					tf_free(p, s->addr[id]);
+			} else if (tf_alloc(p, t->size[id], &s->tfh[id],
+					    &s->addr[id])) {
+				s->addr[id] = 0;
+				fails++;
+			}
+		}
+		if (blk == nb - 1 && !keep_end) {
+			for (i = 0; i < s->nr_end_live; i++) {
+				uint32_t id = s->end_live[i];
+
+				if (s->addr[id])
+					tf_free(p, s->addr[id]);
+			}
+		}
+		if (bt)
+			bt[blk] = now_ns() - t0;
+	}
+	return fails;
+}
+
+static void free_end_live(struct pool *p, struct rstate *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nr_end_live; i++) {
+		uint32_t id = s->end_live[i];
+
+		if (!s->addr[id])
+			continue;
+		if (p->kind == K_CORE)
+			core_free(p, s->h[id], s->addr[id], 0);
+		else
+			tf_free(p, s->addr[id]);
+	}
+}
+
+static uint64_t replay_malloc(const struct trace *t, struct rstate *s,
+			      uint64_t *bt)
+{
+	uint64_t fails = 0, t0 = 0;
+	uint32_t i, blk, nb = bt ? s->nb : 1;
+
+	for (blk = 0; blk < nb; blk++) {
+		uint32_t end = blk == nb - 1 ? t->nr_ops : (blk + 1) * BLOCK_OPS;
+
+		if (bt)
+			t0 = now_ns();
+		for (i = blk * BLOCK_OPS; i < end; i++) {
+			uint32_t op = t->ops[i], id = op & TRACE_ID_MASK;
+
+			if (op & TRACE_FREE) {
+				free(s->ptr[id]);
+			} else {
+				s->ptr[id] = malloc(t->size[id]);
+				fails += !s->ptr[id];
+			}
+		}
+		if (blk == nb - 1)
+			for (i = 0; i < s->nr_end_live; i++)
+				free(s->ptr[s->end_live[i]]);
+		if (bt)
+			bt[blk] = now_ns() - t0;
+	}
+	return fails;
+}
+
+/* ------------------------------------------------------------------------
+ * Timing.  Other processes preempt this one now and then, and a preempted
+ * interval measures the wait, not the allocator.  So the work is cut into
+ * short intervals that repeat identically: blocks of BLOCK_OPS operations of
+ * the trace (or, for a short trace, groups of whole replays of about
+ * BLOCK_OPS operations).  Each block is timed on every replay; the estimate
+ * is the sum over blocks of the median time of that block, divided by the
+ * operations of one replay.  A preemption then only moves a median when it
+ * hits the same block in half of the replays.
+ */
+enum { V_CORE_H, V_CORE_A, V_TF, V_MALLOC, NR_V };
+static const char *const vname[NR_V] = {
+	"ours(handle)", "ours(addr)", "TF", "malloc",
+};
+
+struct tsamples {
+	uint32_t nb, n, cap;
+	double *v;		/* block-major: v[b * cap + i] */
+};
+
+static void ts_init(struct tsamples *ts, uint32_t nb, uint32_t cap)
+{
+	ts->nb = nb;
+	ts->n = 0;
+	ts->cap = cap;
+	ts->v = xcalloc((size_t)nb * cap, sizeof(double));
+}
+
+static double ts_estimate(struct tsamples *ts, uint64_t ops_per_rep)
+{
+	double sum = 0;
+	uint32_t b;
+
+	for (b = 0; b < ts->nb; b++)
+		sum += median(ts->v + (size_t)b * ts->cap, (int)ts->n);
+	free(ts->v);
+	ts->v = NULL;
+	return sum / (double)ops_per_rep;
+}
+
+static uint64_t do_replay(int v, struct pool *p, const struct trace *t,
+			  struct rstate *s, uint64_t *bt)
+{
+	switch (v) {
+	case V_CORE_H:
+		return replay_core(p, t, s, 0, 0, bt);
+	case V_CORE_A:
+		return replay_core(p, t, s, 1, 0, bt);
+	case V_TF:
+		return replay_tf(p, t, s, 0, bt);
+	default:
+		return replay_malloc(t, s, bt);
+	}
+}
+
+/* Samples for `reps` replays (a multiple of s->group) of variant v. */
+static uint64_t measure(int v, struct pool *p, const struct trace *t,
+			struct rstate *s, uint64_t reps, struct tsamples *ts)
+{
+	uint64_t k, j, fails = 0;
+	uint32_t b;
+
+	for (k = 0; k < reps; k += s->group) {
+		if (ts->n >= ts->cap)
+			die(3, "internal: too many timing samples");
+		if (s->nb == 1) {
+			uint64_t t0 = now_ns();
+
+			for (j = 0; j < s->group; j++)
+				fails += do_replay(v, p, t, s, NULL);
+			ts->v[ts->n] = (double)(now_ns() - t0) /
+				       (double)s->group;
+		} else {
+			fails += do_replay(v, p, t, s, s->bt);
+			for (b = 0; b < s->nb; b++)
+				ts->v[(size_t)b * ts->cap + ts->n] =
+					(double)s->bt[b];
+		}
+		ts->n++;
+	}
+	return fails;
+}
+
+/* Replays per run for at least `ops` operations, a multiple of group. */
+static uint64_t reps_for(const struct rstate *s, uint64_t ops)
+{
+	uint64_t reps = (ops + s->ops_per_rep - 1) / s->ops_per_rep;
+
+	return (reps + s->group - 1) / s->group * s->group;
+}
+
+/* ------------------------------------------------------------------------
+ * Section 1: speed of trace replay.
+ */
+struct trace_result {
+	const struct trace *t;
+	uint64_t peak_rounded;
+	/* speed */
+	uint32_t reps;
+	double ns[NR_V];
+	uint64_t malloc_fails;
+	/* growth */
+	uint64_t reserved[2];
+	uint32_t regions[2];
+	int64_t placement_diff;		/* first id placed differently; -1 */
+	/* fixed pools at 1.0, 1.25, 1.5 x peak_rounded */
+	uint64_t fixed_fails[3][2];
+	uint64_t fixed_size[3];
+	/* smallest fixed pool with no failure; 0 = not found / skipped */
+	uint64_t min_pool[2];
+	int min_exact;
+	uint64_t min_step;
+	int min_searched;
+	int frag_skipped;	/* BENCH_QUICK: large traces skip 2-4 */
+};
+
+/* BENCH_QUICK runs sections 2-4 only for traces up to this peak. */
+#define QUICK_FRAG_MAX	(64ull << 20)
+
+static const double fixed_mult[3] = { 1.0, 1.25, 1.5 };
+
+static void bench_speed(struct trace_result *res)
+{
+	const struct trace *t = res->t;
+	struct tsamples ts[NR_V];
+	struct rstate s;
+	struct pool p[3];
+	uint64_t reps;
+	int v, r;
+
+	rstate_init(&s, t);
+	reps = reps_for(&s, cfg.ops_per_run);
+	res->reps = (uint32_t)reps;
+	pool_init(&p[V_CORE_H], K_CORE, 1, FIRST_REGION);
+	pool_init(&p[V_CORE_A], K_CORE, 1, FIRST_REGION);
+	pool_init(&p[V_TF], K_TF, 1, FIRST_REGION);
+	for (v = 0; v < NR_V; v++)
+		ts_init(&ts[v], s.nb,
+			(uint32_t)(cfg.runs * (reps / s.group)));
+
+	/* Warm up (regions get added, caches and malloc's arenas fill),
+	 * then runs in which the variants take turns, so that a noisy
+	 * stretch of time hits them all alike.
+	 */
+	for (v = 0; v < NR_V; v++)
+		if (do_replay(v, &p[v < V_MALLOC ? v : 0], t, &s, NULL) &&
+		    v != V_MALLOC)
+			die(3, "%s: %s failed allocations while growing",
+			    t->name, vname[v]);
+	for (r = 0; r < cfg.runs; r++) {
+		for (v = 0; v < NR_V; v++) {
+			uint64_t fails = measure(v, &p[v < V_MALLOC ? v : 0],
+						 t, &s, reps, &ts[v]);
+
+			if (v == V_MALLOC)
+				res->malloc_fails += fails;
+			else if (fails)
+				die(3, "%s: %s failed %llu allocations while growing",
+				    t->name, vname[v], (unsigned long long)fails);
+		}
+	}
+	for (v = 0; v < NR_V; v++)
+		res->ns[v] = ts_estimate(&ts[v], s.ops_per_rep);
+	for (v = 0; v < 3; v++)
+		pool_destroy(&p[v]);
+	rstate_free(&s);
+}
+
+/* ------------------------------------------------------------------------
+ * Section 2: fragmentation.
+ */
+static uint64_t replay_once(enum kind k, int growth, uint64_t size,
+			    const struct trace *t, struct rstate *s,
+			    struct pool *keep)
+{
+	struct pool p;
+	uint64_t fails;
+
+	pool_init(&p, k, growth, size);
+	memset(s->addr, 0, t->nr_ids * sizeof(*s->addr));
+	if (k == K_CORE)
+		fails = replay_core(&p, t, s, 0, 1, NULL);
+	else
+		fails = replay_tf(&p, t, s, 1, NULL);
+	if (keep) {
+		*keep = p;
+		return fails;
+	}
+	free_end_live(&p, s);
+	pool_destroy(&p);
+	return fails;
+}
+
+static uint64_t fixed_fails(enum kind k, uint64_t size, const struct trace *t,
+			    struct rstate *s)
+{
+	return replay_once(k, 0, size, t, s, NULL);
+}
+
+/* Smallest fixed pool (one region) that serves the whole trace without a
+ * failure, from lo upward.  Small traces: every size on a fine grid, in
+ * order (exact at that step).  Large ones: a coarse upward scan to the first
+ * size with no failure, then bisection on the fine grid inside the last
+ * coarse step (assumes failures do not come back within that step).
+ */
+static uint64_t min_pool(enum kind k, const struct trace *t, struct rstate *s,
+			 uint64_t lo, int exact, uint64_t fine)
+{
+	uint64_t cap = 4 * lo, sz, coarse = 64 * fine, a, b;
+
+	if (exact) {
+		for (sz = lo; sz <= cap; sz += fine)
+			if (!fixed_fails(k, sz, t, s))
+				return sz;
+		return 0;
+	}
+	for (sz = lo; sz <= cap + coarse; sz += coarse)
+		if (!fixed_fails(k, sz, t, s))
+			break;
+	if (sz > cap + coarse)
+		return 0;
+	if (sz == lo)
+		return lo;
+	a = sz - coarse;	/* fails */
+	b = sz;			/* serves */
+	while (b - a > fine) {
+		uint64_t m = a + (b - a) / 2 / fine * fine;
+
+		if (m == a)
+			m += fine;
+		if (fixed_fails(k, m, t, s))
+			a = m;
+		else
+			b = m;
+	}
+	return b;
+}
+
+static int bench_frag(struct trace_result *res)
+{
+	const struct trace *t = res->t;
+	struct rstate s, s2;
+	struct pool p;
+	uint32_t i;
+	int bad = 0, m;
+	enum kind k;
+
+	rstate_init(&s, t);
+	rstate_init(&s2, t);
+
+	/* Growth on demand, TF's Extend rule, the same for both; also check
+	 * both allocators' structures with the trace's final chunks live.
+	 */
+	for (k = K_CORE; k <= K_TF; k++) {
+		struct rstate *st = k == K_CORE ? &s : &s2;
+		uint64_t f = replay_once(k, 1, FIRST_REGION, t, st, &p);
+
+		if (f)
+			die(3, "%s: failures while growing", t->name);
+		bad |= pool_check(&p, t->name) != 0;
+		res->reserved[k] = p.reserved;
+		res->regions[k] = p.regions;
+		free_end_live(&p, st);
+		bad |= pool_check(&p, t->name) != 0;
+		pool_destroy(&p);
+	}
+	/* Same policy (best fit, lowest address, same split rule): both
+	 * should place every chunk at the same address.
+	 */
+	res->placement_diff = -1;
+	for (i = 0; i < t->nr_ids; i++)
+		if (s.addr[i] != s2.addr[i]) {
+			res->placement_diff = i;
+			break;
+		}
+
+	for (m = 0; m < 3; m++) {
+		uint64_t sz = round_up((uint64_t)(fixed_mult[m] *
+					(double)res->peak_rounded), GRAN);
+
+		res->fixed_size[m] = sz;
+		for (k = K_CORE; k <= K_TF; k++)
+			res->fixed_fails[m][k] = fixed_fails(k, sz, t, &s);
+	}
+
+	res->min_exact = res->peak_rounded <= QUICK_FRAG_MAX;
+	res->min_step = round_up(res->peak_rounded / 4096, GRAN);
+	res->min_searched = 1;
+	if (res->min_searched)
+		for (k = K_CORE; k <= K_TF; k++)
+			res->min_pool[k] = min_pool(k, t, &s, res->peak_rounded,
+						    res->min_exact,
+						    res->min_step);
+	rstate_free(&s);
+	rstate_free(&s2);
+	return bad;
+}
+
+/* ------------------------------------------------------------------------
+ * Section 3: scaling with the number of live chunks.
+ */
+struct live_set {
+	uint64_t *addr;
+	bfc_handle_t *h;
+	uint64_t *tfh;
+	uint64_t n;
+};
+
+static void live_init(struct live_set *ls, uint64_t cap)
+{
+	ls->addr = xcalloc(cap, sizeof(*ls->addr));
+	ls->h = xcalloc(cap, sizeof(*ls->h));
+	ls->tfh = xcalloc(cap, sizeof(*ls->tfh));
+	ls->n = 0;
+}
+
+static void live_free(struct live_set *ls)
+{
+	free(ls->addr);
+	free(ls->h);
+	free(ls->tfh);
+}
+
+static void pool_alloc_into(struct pool *p, uint64_t size,
+			    struct live_set *ls, uint64_t i)
+{
+	int r;
+
+	if (p->kind == K_CORE)
+		r = core_alloc(p, size, &ls->h[i], &ls->addr[i]);
+	else
+		r = tf_alloc(p, size, &ls->tfh[i], &ls->addr[i]);
+	if (r)
+		die(3, "scaling: allocation of %llu bytes failed",
+		    (unsigned long long)size);
+}
+
+static void pool_free_at(struct pool *p, struct live_set *ls, uint64_t i,
+			 int by_addr)
+{
+	if (p->kind == K_CORE)
+		core_free(p, ls->h[i], ls->addr[i], by_addr);
+	else
+		tf_free(p, ls->addr[i]);
+}
+
+/* (i) background: 2N chunks, every other one freed -> N live chunks of
+ * 256 B..4 KiB and N holes smaller than the trace's smallest request; then
+ * the trace replays on top.  Every (N, allocator) pool is built first and
+ * the measurements take turns, so that noise in time spreads over all of
+ * them instead of landing on one row.
+ */
+struct bg_result {
+	double ns[3];		/* ours(handle), ours(addr), TF */
+};
+
+static void bg_setup(struct pool *p, enum kind k, const struct trace *t,
+		     uint64_t n)
+{
+	uint64_t minreq = round_up(t->min_size, GRAN);
+	uint64_t hole_hi = minreq > GRAN ? minreq - GRAN : GRAN;
+	uint64_t bytes = 0, i;
+	struct live_set ls;
+
+	for (i = 0; i < 2 * n; i++)
+		bytes += i % 2 ? 16 * GRAN : hole_hi;
+	pool_init(p, k, 1, 0);
+	p->curr_region = round_up(bytes + 2 * trace_peak_live_rounded(t, GRAN),
+				  1ull << 21);
+	pool_extend(p, p->curr_region);
+	live_init(&ls, 2 * n);
+	rng = cfg.seed;
+	for (i = 0; i < 2 * n; i++) {
+		uint64_t sz = i % 2 ? GRAN * (1 + rnd() % 16) :
+				      GRAN * (1 + rnd() % (hole_hi / GRAN));
+
+		pool_alloc_into(p, sz, &ls, i);
+	}
+	for (i = 0; i < 2 * n; i += 2)
+		pool_free_at(p, &ls, i, 0);
+	live_free(&ls);		/* the live half stays until pool_destroy */
+}
+
+static void bench_background(const struct trace *t, struct bg_result *out)
+{
+	struct pool p[NR_SCALES][2];
+	struct tsamples ts[NR_SCALES][3];
+	struct rstate st;
+	uint64_t reps;
+	int s, v, r;
+
+	rstate_init(&st, t);
+	reps = reps_for(&st, cfg.ops_per_run / 4);
+	for (s = 0; s < cfg.nr_scales; s++) {
+		bg_setup(&p[s][K_CORE], K_CORE, t, scales[s]);
+		bg_setup(&p[s][K_TF], K_TF, t, scales[s]);
+		for (v = 0; v < 3; v++)
+			ts_init(&ts[s][v], st.nb,
+				(uint32_t)(cfg.runs * (reps / st.group)));
+	}
+	for (r = 0; r < cfg.runs; r++) {
+		for (s = 0; s < cfg.nr_scales; s++) {
+			for (v = 0; v < 3; v++) {
+				struct pool *pp = &p[s][v == V_TF ? K_TF : K_CORE];
+
+				/* one untimed replay warms the caches */
+				do_replay(v, pp, t, &st, NULL);
+				measure(v, pp, t, &st, reps, &ts[s][v]);
+			}
+		}
+	}
+	for (s = 0; s < cfg.nr_scales; s++) {
+		for (v = 0; v < 3; v++)
+			out[s].ns[v] = ts_estimate(&ts[s][v], st.ops_per_rep);
+		pool_destroy(&p[s][K_CORE]);
+		pool_destroy(&p[s][K_TF]);
+	}
+	rstate_free(&st);
+}
+
+/* (ii) uniform churn: N live chunks of random sizes (log-uniform 256 B ..
+ * 16 KiB, multiples of 256), reached by allocating 2N and freeing a random
+ * half; then batches of B frees of random live chunks followed by B
+ * allocations of random sizes, each batch timed.  All (N, allocator) states
+ * are built first and take turns, one batch pair each.
+ */
+#define CHURN_MIN_SIZE	256.0
+#define CHURN_MAX_SIZE	16384.0
+
+struct churn_result {
+	double alloc_ns, free_h_ns, free_a_ns;
+	uint64_t timed_ops;
+	uint64_t batch;
+	int boxed;			/* stopped by the time box */
+};
+
+struct churn {
+	enum kind k;
+	struct pool p;
+	struct live_set ls;
+	uint64_t b, max_batches, j, rng, spent_ns;
+	uint64_t *idx, *sizes;
+	double *fa, *fh, *al;
+	uint32_t nfa, nfh, nal;
+	int done;
+	struct churn_result *out;
+};
+
+static uint64_t churn_size(void)
+{
+	double u = (double)(rnd() >> 11) / (double)(1ull << 53);
+	double sz = exp(log(CHURN_MIN_SIZE) +
+			u * (log(CHURN_MAX_SIZE) - log(CHURN_MIN_SIZE)));
+
+	return round_up((uint64_t)sz, GRAN);
+}
+
+static void churn_setup(struct churn *c, enum kind k, uint64_t n,
+			struct churn_result *out)
+{
+	struct live_set *ls = &c->ls;
+	uint64_t i;
+
+	memset(c, 0, sizeof(*c));
+	c->k = k;
+	c->out = out;
+	c->b = n / 10 < 1000 ? n / 10 : 1000;
+	c->max_batches = cfg.scale_ops / (2 * c->b);
+	if (c->max_batches < 3)
+		c->max_batches = 3;
+	c->idx = xcalloc(c->b, sizeof(*c->idx));
+	c->sizes = xcalloc(c->b, sizeof(*c->sizes));
+	c->fa = xcalloc(c->max_batches, sizeof(double));
+	c->fh = xcalloc(c->max_batches, sizeof(double));
+	c->al = xcalloc(c->max_batches, sizeof(double));
+
+	pool_init(&c->p, k, 1, 0);
+	/* the mean of the size distribution is about 3.6 KiB */
+	c->p.curr_region = round_up(2 * n * 4096 + (64ull << 20), 1ull << 21);
+	pool_extend(&c->p, c->p.curr_region);
+	live_init(ls, 2 * n);
+	rng = cfg.seed;		/* the same stream for both allocators */
+	for (i = 0; i < 2 * n; i++)
+		pool_alloc_into(&c->p, churn_size(), ls, i);
+	ls->n = 2 * n;
+	for (i = 0; i < n; i++) {	/* free a random half */
+		uint64_t r = i + rnd() % (ls->n - i);
+		uint64_t ta = ls->addr[r], tt = ls->tfh[r];
+		bfc_handle_t th = ls->h[r];
+
+		ls->addr[r] = ls->addr[i];
+		ls->h[r] = ls->h[i];
+		ls->tfh[r] = ls->tfh[i];
+		ls->addr[i] = ta;
+		ls->h[i] = th;
+		ls->tfh[i] = tt;
+		pool_free_at(&c->p, ls, i, 0);
+	}
+	/* keep the live ones at [0, n) */
+	memmove(ls->addr, ls->addr + n, n * sizeof(*ls->addr));
+	memmove(ls->h, ls->h + n, n * sizeof(*ls->h));
+	memmove(ls->tfh, ls->tfh + n, n * sizeof(*ls->tfh));
+	ls->n = n;
+	c->rng = rng;
+}
+
+/* One batch pair: B frees then B allocations.  The first is a warm-up. */
+static void churn_step(struct churn *c)
+{
+	struct live_set *ls = &c->ls;
+	int by_addr = c->k == K_TF || c->j % 2;
+	uint64_t t0, t1, t2, tb, i;
+
+	tb = now_ns();
+	rng = c->rng;
+	for (i = 0; i < c->b; i++) {
+		c->idx[i] = rnd() % (ls->n - i);
+		c->sizes[i] = churn_size();
+	}
+	c->rng = rng;
+	t0 = now_ns();
+	for (i = 0; i < c->b; i++) {
+		uint64_t r = c->idx[i];
+
+		pool_free_at(&c->p, ls, r, by_addr);
+		ls->n--;
+		ls->addr[r] = ls->addr[ls->n];
+		ls->h[r] = ls->h[ls->n];
+		ls->tfh[r] = ls->tfh[ls->n];
+	}
+	t1 = now_ns();
+	for (i = 0; i < c->b; i++)
+		pool_alloc_into(&c->p, c->sizes[i], ls, ls->n++);
+	t2 = now_ns();
+	if (c->j++ == 0)
+		return;
+	c->spent_ns += t2 - tb;
+	if (by_addr)
+		c->fa[c->nfa++] = (double)(t1 - t0) / (double)c->b;
+	else
+		c->fh[c->nfh++] = (double)(t1 - t0) / (double)c->b;
+	c->al[c->nal++] = (double)(t2 - t1) / (double)c->b;
+	c->out->timed_ops += 2 * c->b;
+	if (c->nal >= c->max_batches) {
+		c->done = 1;
+	} else if (c->nal >= 3 &&
+		   (double)c->spent_ns / 1e9 > cfg.churn_budget_s) {
+		c->done = 1;
+		c->out->boxed = 1;
+	}
+}
+
+static void churn_finish(struct churn *c)
+{
+	struct churn_result *out = c->out;
+
+	out->batch = c->b;
+	out->alloc_ns = median(c->al, (int)c->nal);
+	out->free_a_ns = median(c->fa, (int)c->nfa);
+	out->free_h_ns = c->k == K_CORE ? median(c->fh, (int)c->nfh) : NAN;
+	pool_destroy(&c->p);
+	live_free(&c->ls);
+	free(c->idx);
+	free(c->sizes);
+	free(c->fa);
+	free(c->fh);
+	free(c->al);
+}
+
+static void bench_churn(struct churn_result out[][2])
+{
+	struct churn c[NR_SCALES][2];
+	int s, k, busy = 1;
+
+	for (s = 0; s < cfg.nr_scales; s++)
+		for (k = K_CORE; k <= K_TF; k++)
+			churn_setup(&c[s][k], (enum kind)k, scales[s],
+				    &out[s][k]);
+	while (busy) {
+		busy = 0;
+		for (s = 0; s < cfg.nr_scales; s++)
+			for (k = K_CORE; k <= K_TF; k++)
+				if (!c[s][k].done) {
+					churn_step(&c[s][k]);
+					busy = 1;
+				}
+	}
+	for (s = 0; s < cfg.nr_scales; s++)
+		for (k = K_CORE; k <= K_TF; k++)
+			churn_finish(&c[s][k]);
+}
+
+/* ------------------------------------------------------------------------
+ * Output.
+ */
+static void rule(void)
+{
+	puts("--------------------------------------------------------------------------------------------------------");
+}
+
+static void print_loadavg(const char *when)
+{
+	FILE *f = fopen("/proc/loadavg", "r");
+	double l1, l5;
+
+	if (f && fscanf(f, "%lf %lf", &l1, &l5) == 2)
+		printf("  load average %s: %.2f (1 min), %.2f (5 min) -- other work on this machine inflates\n"
+		       "  absolute times; ratios measured in the same run are steadier.\n",
+		       when, l1, l5);
+	if (f)
+		fclose(f);
+}
+
+static void print_header(int nr_traces)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256], cpu[200] = "unknown";
+
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "model name", 10)) {
+				char *c = strchr(line, ':');
+
+				if (c) {
+					snprintf(cpu, sizeof(cpu), "%s", c + 2);
+					cpu[strcspn(cpu, "\n")] = '\0';
+				}
+				break;
+			}
+		fclose(f);
+	}
+	printf("BFC core benchmark%s\n", cfg.quick ? " (BENCH_QUICK: smoke run, figures not meaningful)" : "");
+	printf("  cpu: %s; clock: CLOCK_MONOTONIC; %d timed runs after a warm-up, medians (see each section)\n",
+	       cpu, cfg.runs);
+	printf("  ours: core/bfc.c built -O2, no sanitizers, %s; TF: bench/tf_bfc.cc (TensorFlow's BFC structures, -O2);\n",
+#ifdef NDEBUG
+	       "NDEBUG (BFC_ASSERT off)"
+#else
+	       "BFC_ASSERT on (assert)"
+#endif
+	       );
+	printf("  malloc: the C library's malloc/free (speed only; the bench never touches the memory; glibc serves\n"
+	       "  requests above its mmap threshold (dynamic, up to 32 MiB) with mmap/munmap system calls).\n");
+	printf("  granularity %llu B for both allocators, TF's defaults (split when chunk >= 2x request or leftover >= 128 MiB);\n",
+	       GRAN);
+	printf("  addresses are abstract: no memory is mapped or touched.  %d trace(s), seed %llu.\n",
+	       nr_traces, (unsigned long long)cfg.seed);
+	print_loadavg("at start");
+}
+
+static void print_speed(struct trace_result *res, int n)
+{
+	int i;
+
+	printf("\n1. Replay speed: ns per operation (allocate or free)\n");
+	printf("   %d runs after a warm-up; in each run every variant in turn replays the trace 'reps' times on the\n"
+	       "   same allocator (growth on demand; the warm-up added the regions).  Chunks a trace leaves live are\n"
+	       "   freed after each replay and count as operations.  Timing: every block of %u operations (short\n"
+	       "   traces: every group of whole replays of about that many) is timed on each replay; ns/op = sum\n"
+	       "   over blocks of the block's median time / operations per replay (robust to preemption).\n"
+	       "   ours(handle) frees by handle, ours(addr) and TF free by address.  Ratios > 1: ours faster.\n",
+	       cfg.runs, BLOCK_OPS);
+	rule();
+	printf("%-24s %7s %5s %12s %10s %8s %8s %9s %11s\n", "trace", "ops/rep",
+	       "reps", "ours(handle)", "ours(addr)", "TF", "malloc",
+	       "TF/ours", "malloc/ours");
+	printf("%-24s %7s %5s %12s %10s %8s %8s %9s %11s\n", "", "", "", "ns/op",
+	       "ns/op", "ns/op", "ns/op", "(addr)", "(addr)");
+	rule();
+	for (i = 0; i < n; i++) {
+		struct trace_result *r = &res[i];
+
+		printf("%-24.24s %7llu %5u %12.1f %10.1f %8.1f %8.1f %8.2fx %10.2fx\n",
+		       r->t->name,
+		       (unsigned long long)(r->t->nr_ops + r->t->nr_live_at_end),
+		       r->reps, r->ns[V_CORE_H], r->ns[V_CORE_A], r->ns[V_TF],
+		       r->ns[V_MALLOC], r->ns[V_TF] / r->ns[V_CORE_A],
+		       r->ns[V_MALLOC] / r->ns[V_CORE_A]);
+		if (r->malloc_fails)
+			printf("%-24s (malloc returned NULL %llu times)\n", "",
+			       (unsigned long long)r->malloc_fails);
+	}
+	rule();
+}
+
+static void print_frag(struct trace_result *res, int n)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	int i, m;
+
+	printf("\n2. Fragmentation, growth on demand (TF's Extend: first region 1 MiB, doubled until it holds the request,\n"
+	       "   then doubled again for the next one; regions never adjacent, never returned).\n"
+	       "   reserved = bytes in regions at the end (= peak); ratio = reserved / peak live requested bytes.\n"
+	       "   'same placement': both allocators put every chunk at the same address.\n");
+	rule();
+	printf("%-24s %13s %13s %12s %7s %12s %7s %5s %s\n", "trace",
+	       "peak live req", "peak live@256", "ours resv", "ratio",
+	       "TF resv", "ratio", "rgns", "same placement");
+	rule();
+	for (i = 0; i < n; i++) {
+		struct trace_result *r = &res[i];
+		double pr = (double)r->t->peak_live_requested;
+		char pd[48];
+
+		if (r->frag_skipped) {
+			printf("%-24.24s %13s   skipped (BENCH_QUICK)\n", r->t->name,
+			       human(r->t->peak_live_requested, b1, 32));
+			continue;
+		}
+		if (r->placement_diff < 0)
+			snprintf(pd, sizeof(pd), "yes");
+		else
+			snprintf(pd, sizeof(pd), "no (from alloc id %lld)",
+				 (long long)r->placement_diff);
+		printf("%-24.24s %13s %13s %12s %7.3f %12s %7.3f %2u/%-2u %s\n",
+		       r->t->name, human(r->t->peak_live_requested, b1, 32),
+		       human(r->peak_rounded, b2, 32),
+		       human(r->reserved[K_CORE], b3, 32),
+		       (double)r->reserved[K_CORE] / pr,
+		       human(r->reserved[K_TF], b4, 32),
+		       (double)r->reserved[K_TF] / pr, r->regions[K_CORE],
+		       r->regions[K_TF], pd);
+	}
+	rule();
+
+	printf("\n3. Failed allocations in a FIXED pool (one region, no growth) of 1.0x / 1.25x / 1.5x the peak live bytes\n"
+	       "   rounded to 256 B (what a perfect packer at this granularity needs).  A failed allocation is counted\n"
+	       "   and the trace goes on without it (its free is skipped).  Figures: ours / TF.\n");
+	rule();
+	printf("%-24s %8s", "trace", "allocs");
+	for (m = 0; m < 3; m++)
+		printf("   %5.2fx pool: fails", fixed_mult[m]);
+	printf("\n");
+	rule();
+	for (i = 0; i < n; i++) {
+		struct trace_result *r = &res[i];
+
+		printf("%-24.24s %8u", r->t->name, r->t->nr_ids);
+		if (r->frag_skipped) {
+			printf("   skipped (BENCH_QUICK)\n");
+			continue;
+		}
+		for (m = 0; m < 3; m++) {
+			char c[40];
+
+			snprintf(c, sizeof(c), "%llu / %llu",
+				 (unsigned long long)r->fixed_fails[m][K_CORE],
+				 (unsigned long long)r->fixed_fails[m][K_TF]);
+			printf("   %19s", c);
+		}
+		printf("\n");
+	}
+	rule();
+
+	printf("\n4. Smallest FIXED pool that serves the whole trace with no failure (one region, no growth).\n"
+	       "   Scanned upward from the peak live bytes at 256 B: small traces (peak <= 64 MiB) try every step of\n"
+	       "   'step' in order (exact); larger ones scan in steps of 64 x 'step' and bisect the last one.\n"
+	       "   extra = pool / peak live bytes - 1 (MiniMalloc: arena needed beyond its 1 MiB peak).\n");
+	rule();
+	printf("%-24s %12s %9s %13s %9s %13s %9s %s\n", "trace", "peak live",
+	       "step", "ours pool", "extra", "TF pool", "extra", "method");
+	rule();
+	for (i = 0; i < n; i++) {
+		struct trace_result *r = &res[i];
+		double pk = (double)r->peak_rounded;
+		char e0[32], e1[32];
+
+		if (r->frag_skipped) {
+			printf("%-24.24s %12s %9s %13s %9s %13s %9s %s\n",
+			       r->t->name, human(r->peak_rounded, b1, 32), "-",
+			       "-", "-", "-", "-", "skipped (BENCH_QUICK)");
+			continue;
+		}
+		snprintf(e0, sizeof(e0), "%+.2f%%",
+			 100.0 * ((double)r->min_pool[K_CORE] / pk - 1));
+		snprintf(e1, sizeof(e1), "%+.2f%%",
+			 100.0 * ((double)r->min_pool[K_TF] / pk - 1));
+		printf("%-24.24s %12s %9s %13s %9s %13s %9s %s\n", r->t->name,
+		       human(r->peak_rounded, b1, 32),
+		       human(r->min_step, b2, 32),
+		       r->min_pool[K_CORE] ? human(r->min_pool[K_CORE], b3, 32) : "> 4x",
+		       r->min_pool[K_CORE] ? e0 : "-",
+		       r->min_pool[K_TF] ? human(r->min_pool[K_TF], b4, 32) : "> 4x",
+		       r->min_pool[K_TF] ? e1 : "-",
+		       r->min_exact ? "exact" : "coarse+bisect");
+		if (r->peak_rounded == (1ull << 20) && r->min_pool[K_CORE] &&
+		    r->min_pool[K_TF])
+			printf("%-24s beyond 1 MiB: ours %llu KiB, TF %llu KiB\n",
+			       "",
+			       (unsigned long long)((r->min_pool[K_CORE] - (1ull << 20)) >> 10),
+			       (unsigned long long)((r->min_pool[K_TF] - (1ull << 20)) >> 10));
+	}
+	rule();
+}
+
+static const char *hole_desc(const struct trace *t, char *buf, size_t len)
+{
+	uint64_t minreq = round_up(t->min_size, GRAN);
+	uint64_t hi = minreq > GRAN ? minreq - GRAN : GRAN;
+
+	if (hi == GRAN)
+		snprintf(buf, len, "%llu B each", GRAN);
+	else
+		snprintf(buf, len, "%llu B..%llu B", GRAN,
+			 (unsigned long long)hi);
+	return buf;
+}
+
+/* Latency of dependent loads at random places in an array of `bytes`: a
+ * reference for the cost of one cache miss on this machine.
+ */
+static double load_latency_ns(uint64_t bytes)
+{
+	uint64_t n = bytes / 64, i, j, steps = 4000000, t0, t1;
+	uint64_t *a = xcalloc(n, 64);	/* one index per cache line */
+	volatile uint64_t sink;
+
+	for (i = 0; i < n; i++)
+		a[i * 8] = i;
+	rng = cfg.seed;
+	for (i = n - 1; i > 0; i--) {	/* Sattolo: one cycle */
+		uint64_t k = rnd() % i, t = a[i * 8];
+
+		a[i * 8] = a[k * 8];
+		a[k * 8] = t;
+	}
+	double iv[32];
+	int k;
+
+	if (cfg.quick)
+		steps = 320000;
+	for (i = 0, j = 0; i < n; i++)	/* warm-up */
+		j = a[j * 8];
+	for (k = 0; k < 32; k++) {	/* median of 32 short intervals */
+		t0 = now_ns();
+		for (i = 0; i < steps / 32; i++)
+			j = a[j * 8];
+		t1 = now_ns();
+		iv[k] = (double)(t1 - t0) / (double)(steps / 32);
+	}
+	sink = j;
+	(void)sink;
+	free(a);
+	return median(iv, 32);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void usage(const char *argv0)
+{
+	fprintf(stderr,
+		"usage: %s [--quick] [--seed N] [--runs N] [--scale-trace NAME]\n"
+		"          [--scales 1..4] [--no-replay] [--no-frag] [--no-scale] TRACE.csv...\n"
+		"  BENCH_QUICK=1 in the environment is the same as --quick.\n",
+		argv0);
+	exit(1);
+}
+
+static const char *pf(int pass)
+{
+	return pass ? "PASS" : "MISS";
+}
+
+int main(int argc, char **argv)
+{
+	struct trace *traces;
+	struct trace_result *res;
+	struct bg_result bg[NR_SCALES];
+	struct churn_result ch[NR_SCALES][2];
+	const struct trace *st = NULL;
+	int nt = 0, i, bad = 0, s, max_scales = NR_SCALES;
+	const char *q = getenv("BENCH_QUICK");
+	char err[512], hd[64];
+
+	if (q && *q && strcmp(q, "0"))
+		cfg.quick = 1;
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--quick"))
+			cfg.quick = 1;
+		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			cfg.seed = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+			cfg.runs = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--scale-trace") && i + 1 < argc)
+			cfg.scale_trace = argv[++i];
+		else if (!strcmp(argv[i], "--no-replay"))
+			cfg.do_replay = 0;
+		else if (!strcmp(argv[i], "--no-frag"))
+			cfg.do_frag = 0;
+		else if (!strcmp(argv[i], "--no-scale"))
+			cfg.do_scale = 0;
+		else if (!strcmp(argv[i], "--scales") && i + 1 < argc)
+			max_scales = atoi(argv[++i]);
+		else
+			usage(argv[0]);
+	}
+	if (i >= argc || cfg.runs < 1 || max_scales < 1)
+		usage(argv[0]);
+	if (cfg.quick) {
+		cfg.ops_per_run = 4000;
+		cfg.scale_ops = 8000;
+		cfg.churn_budget_s = 0.1;
+		cfg.nr_scales = 2;
+		if (cfg.runs > 5)
+			cfg.runs = 5;
+	}
+	if (max_scales < cfg.nr_scales)
+		cfg.nr_scales = max_scales;
+
+	traces = xcalloc((size_t)(argc - i), sizeof(*traces));
+	res = xcalloc((size_t)(argc - i), sizeof(*res));
+	for (; i < argc; i++) {
+		if (trace_load(argv[i], &traces[nt], err, sizeof(err)))
+			die(1, "%s", err);
+		res[nt].t = &traces[nt];
+		res[nt].peak_rounded = trace_peak_live_rounded(&traces[nt],
+							       GRAN);
+		if (!st && strstr(traces[nt].name, cfg.scale_trace))
+			st = &traces[nt];
+		nt++;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	print_header(nt);
+
+	printf("\nTraces\n");
+	rule();
+	printf("%-24s %8s %8s %8s %12s %12s %12s\n", "trace", "allocs",
+	       "frees", "peak n", "peak live", "min size", "max size");
+	rule();
+	for (i = 0; i < nt; i++) {
+		char b1[32], b2[32], b3[32];
+
+		printf("%-24.24s %8u %8u %8u %12s %12s %12s\n", traces[i].name,
+		       traces[i].nr_ids, traces[i].nr_frees,
+		       traces[i].peak_live_chunks,
+		       human(traces[i].peak_live_requested, b1, 32),
+		       human(traces[i].min_size, b2, 32),
+		       human(traces[i].max_size, b3, 32));
+	}
+	rule();
+
+	if (cfg.do_replay) {
+		for (i = 0; i < nt; i++)
+			bench_speed(&res[i]);
+		print_speed(res, nt);
+	}
+	if (cfg.do_frag) {
+		for (i = 0; i < nt; i++) {
+			if (cfg.quick && res[i].peak_rounded > QUICK_FRAG_MAX)
+				res[i].frag_skipped = 1;
+			else
+				bad |= bench_frag(&res[i]);
+		}
+		print_frag(res, nt);
+	}
+
+	memset(bg, 0, sizeof(bg));
+	memset(ch, 0, sizeof(ch));
+	if (cfg.do_scale) {
+		if (!st)
+			st = &traces[0];
+		printf("\n5. Scaling with the number of live chunks N (granularity 256 B, one region sized up front,\n"
+		       "   TF's growth rule if it runs out).\n");
+		printf("   (i) background: 2N chunks allocated alternately as holes (%s, below the smallest\n"
+		       "       request of '%s') and live chunks (256 B..4 KiB), then every hole freed: N live\n"
+		       "       chunks and N free holes that no request of the trace can use.  The trace then replays on top;\n"
+		       "       only its operations are timed (%d runs; in each run every N and allocator in turn: one\n"
+		       "       untimed replay, then timed ones; ns/op estimated by block medians as in 1).  TF walks only\n"
+		       "       the bin of the request and those above; holes below the smallest request sit in bins no\n"
+		       "       request searches, so this measures the cost of many unusable free chunks on each index\n"
+		       "       (and of larger metadata), not TF's per-bin walk.  Section (ii) exercises that walk.\n",
+		       hole_desc(st, hd, sizeof(hd)), st->name, cfg.runs);
+		bench_background(st, bg);
+		rule();
+		printf("%10s %14s %12s %10s %12s %14s\n", "N live", "ours(handle)",
+		       "ours(addr)", "TF", "TF/ours", "ours vs N=10^3");
+		printf("%10s %14s %12s %10s %12s %14s\n", "", "ns/op", "ns/op",
+		       "ns/op", "(addr)", "(addr)");
+		rule();
+		for (s = 0; s < cfg.nr_scales; s++)
+			printf("%10llu %14.1f %12.1f %10.1f %11.2fx %13.2fx\n",
+			       (unsigned long long)scales[s], bg[s].ns[0],
+			       bg[s].ns[1], bg[s].ns[2], bg[s].ns[2] / bg[s].ns[1],
+			       bg[s].ns[1] / bg[0].ns[1]);
+		rule();
+
+		printf("\n   (ii) uniform churn: 2N chunks of random sizes (log-uniform %.0f B..%.0f KiB, multiples of 256 B),\n"
+		       "       a random half freed (N live, about N/2 free chunks after coalescing); then batches of B\n"
+		       "       frees of random live chunks followed by B allocations of random sizes (B = min(N/10, 1000)),\n"
+		       "       each batch timed; figures are medians over batches (ours: frees alternate by handle / by\n"
+		       "       address between batches).  All N and both allocators are set up first, then take turns\n"
+		       "       one batch pair at a time; each one's first pair is a warm-up.\n"
+		       "       Up to %llu timed ops per allocator and N, time-boxed at %.1f s (TF\n"
+		       "       at large N: '*' = stopped by the box).  Includes the cache misses of touching random chunks\n"
+		       "       among N (at 10^6, metadata far exceeds the caches for both allocators).\n",
+		       CHURN_MIN_SIZE, CHURN_MAX_SIZE / 1024,
+		       (unsigned long long)cfg.scale_ops, cfg.churn_budget_s);
+		printf("       For scale: a dependent load at a random place costs %.1f ns in 128 KiB, %.1f ns in 128 MiB\n"
+		       "       (the core's 64-byte chunk records for 2 x 10^6 chunks) on this machine, now.\n",
+		       load_latency_ns(128ull << 10), load_latency_ns(128ull << 20));
+		bench_churn(ch);
+		rule();
+		printf("%10s %10s %10s %10s %10s %10s %9s %9s %12s\n", "N live",
+		       "ours alloc", "free(h)", "free(addr)", "TF alloc",
+		       "TF free", "TF/ours", "TF/ours", "ours vs 10^3");
+		printf("%10s %10s %10s %10s %10s %10s %9s %9s %12s\n", "",
+		       "ns", "ns", "ns", "ns", "ns", "alloc", "free(a)",
+		       "alloc+free");
+		rule();
+		for (s = 0; s < cfg.nr_scales; s++) {
+			struct churn_result *c = ch[s];
+			double o = c[K_CORE].alloc_ns + c[K_CORE].free_a_ns;
+			double o0 = ch[0][K_CORE].alloc_ns +
+				    ch[0][K_CORE].free_a_ns;
+
+			printf("%10llu %10.1f %10.1f %10.1f %9.1f%s %10.1f %8.2fx %8.2fx %11.2fx\n",
+			       (unsigned long long)scales[s], c[K_CORE].alloc_ns,
+			       c[K_CORE].free_h_ns, c[K_CORE].free_a_ns,
+			       c[K_TF].alloc_ns, c[K_TF].boxed ? "*" : " ",
+			       c[K_TF].free_a_ns,
+			       c[K_TF].alloc_ns / c[K_CORE].alloc_ns,
+			       c[K_TF].free_a_ns / c[K_CORE].free_a_ns,
+			       o / o0);
+		}
+		rule();
+		printf("   timed ops per allocator:");
+		for (s = 0; s < cfg.nr_scales; s++)
+			printf(" N=%llu: ours %llu, TF %llu;",
+			       (unsigned long long)scales[s],
+			       (unsigned long long)ch[s][K_CORE].timed_ops,
+			       (unsigned long long)ch[s][K_TF].timed_ops);
+		printf("\n");
+	}
+
+	/* Targets. */
+	printf("\n6. Targets (printed, not asserted)\n");
+	rule();
+	if (cfg.do_scale && cfg.nr_scales >= 3) {
+		double v[5] = { bg[2].ns[0], bg[2].ns[1], ch[2][K_CORE].alloc_ns,
+				ch[2][K_CORE].free_h_ns, ch[2][K_CORE].free_a_ns };
+		static const char *const nm[5] = {
+			"(i) trace op, free by handle", "(i) trace op, free by addr",
+			"(ii) churn allocate", "(ii) churn free by handle",
+			"(ii) churn free by addr",
+		};
+
+		printf("T1  <= 50 ns per allocate or free at 10^5 live chunks\n");
+		for (i = 0; i < 5; i++)
+			printf("      %-34s %8.1f ns   %s\n", nm[i], v[i],
+			       pf(v[i] <= 50.0));
+	} else {
+		printf("T1  <= 50 ns per allocate or free at 10^5 live chunks: not measured (needs N = 10^5)\n");
+	}
+	if (cfg.do_scale && cfg.nr_scales >= 4) {
+		double r1 = bg[3].ns[1] / bg[0].ns[1];
+		double r2 = (ch[3][K_CORE].alloc_ns + ch[3][K_CORE].free_a_ns) /
+			    (ch[0][K_CORE].alloc_ns + ch[0][K_CORE].free_a_ns);
+
+		printf("T2  ns/op at 10^6 live chunks within 1.5x of 10^3\n");
+		printf("      %-34s %8.2fx      %s\n", "(i) background, trace op",
+		       r1, pf(r1 <= 1.5));
+		printf("      %-34s %8.2fx      %s\n", "(ii) churn, alloc+free",
+		       r2, pf(r2 <= 1.5));
+	} else {
+		printf("T2  ns/op at 10^6 within 1.5x of 10^3: not measured (needs N = 10^6)\n");
+	}
+	if (cfg.do_replay) {
+		double mn = INFINITY, mnh = INFINITY;
+		const char *w = "", *wh = "";
+
+		for (i = 0; i < nt; i++) {
+			double ra = res[i].ns[V_TF] / res[i].ns[V_CORE_A];
+			double rh = res[i].ns[V_TF] / res[i].ns[V_CORE_H];
+
+			if (ra < mn) {
+				mn = ra;
+				w = res[i].t->name;
+			}
+			if (rh < mnh) {
+				mnh = rh;
+				wh = res[i].t->name;
+			}
+		}
+		printf("T3  >= 3x faster than the TF-structured baseline\n");
+		printf("      %-34s %8.2fx      %s   (lowest: %s)\n",
+		       "replay, every trace, free by addr", mn, pf(mn >= 3.0), w);
+		printf("      %-34s %8.2fx      %s   (lowest: %s)\n",
+		       "replay, every trace, free by handle", mnh, pf(mnh >= 3.0),
+		       wh);
+		if (cfg.do_scale) {
+			for (s = 0; s < cfg.nr_scales; s++) {
+				double r = bg[s].ns[2] / bg[s].ns[1];
+				char l[64];
+
+				snprintf(l, sizeof(l), "(i) background, N=%llu",
+					 (unsigned long long)scales[s]);
+				printf("      %-34s %8.2fx      %s\n", l, r, pf(r >= 3.0));
+			}
+			for (s = 0; s < cfg.nr_scales; s++) {
+				double r = (ch[s][K_TF].alloc_ns + ch[s][K_TF].free_a_ns) /
+					   (ch[s][K_CORE].alloc_ns + ch[s][K_CORE].free_a_ns);
+				char l[64];
+
+				snprintf(l, sizeof(l), "(ii) churn, N=%llu",
+					 (unsigned long long)scales[s]);
+				printf("      %-34s %8.2fx      %s\n", l, r, pf(r >= 3.0));
+			}
+		}
+	}
+	if (cfg.do_frag) {
+		int ok_r = 1, ok_f = 1, ok_m = 1, m;
+
+		printf("T4  fragmentation no worse than TF on every trace%s\n",
+		       cfg.quick ? " (BENCH_QUICK: small traces only)" : "");
+		for (i = 0; i < nt; i++) {
+			struct trace_result *r = &res[i];
+
+			if (r->frag_skipped)
+				continue;
+			ok_r &= r->reserved[K_CORE] <= r->reserved[K_TF];
+			for (m = 0; m < 3; m++)
+				ok_f &= r->fixed_fails[m][K_CORE] <=
+					r->fixed_fails[m][K_TF];
+			if (r->min_searched)
+				ok_m &= r->min_pool[K_CORE] &&
+					(r->min_pool[K_CORE] <= r->min_pool[K_TF] ||
+					 !r->min_pool[K_TF]);
+		}
+		printf("      %-34s %s\n", "peak reserved (growth), ours <= TF", pf(ok_r));
+		printf("      %-34s %s\n", "fixed-pool failures, ours <= TF", pf(ok_f));
+		printf("      %-34s %s\n", "smallest fixed pool, ours <= TF", pf(ok_m));
+	}
+	rule();
+	print_loadavg("at end");
+
+	for (i = 0; i < nt; i++)
+		trace_free(&traces[i]);
+	free(traces);
+	free(res);
+	if (bad)
+		die(3, "an allocator failed its consistency check (see above)");
+	return 0;
+}

@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * bfc_check.c - bfc_check(): verify every invariant of the core's metadata
+ * and report each violation in words.  O(chunks + classes + hash slots);
+ * every walk is bounded, so a corrupted link reports instead of looping.
+ */
+#include "bfc_internal.h"
+
+struct ck {
+	const struct bfc *b;
+	struct bfc_out o;
+	uint32_t bad;
+	uint64_t tree_nodes;	/* free chunks found in the class trees */
+};
+
+#define FAIL(ck, fmt, ...)						\
+	do {								\
+		(ck)->bad++;						\
+		BFC_PUT(&(ck)->o, fmt "\n", ##__VA_ARGS__);		\
+	} while (0)
+
+#define BFC_ULL(x)	((unsigned long long)(x))
+
+/* Deeper than any red-black tree over 2^32 nodes can be. */
+#define MAX_DEPTH	66
+
+static bool slot_ok(const struct bfc *b, uint32_t h)
+{
+	return h && h < b->nr_used && (b->chunks[h].flags & BFC_CF_LIVE);
+}
+
+static void check_slots(struct ck *ck)
+{
+	const struct bfc *b = ck->b;
+	uint32_t h, n = 0, live = 0;
+
+	if (b->nr_used > b->nr_slots || b->nr_used < 1)
+		FAIL(ck, "slots: %u used of %u", b->nr_used, b->nr_slots);
+	if (b->chunks[0].flags)
+		FAIL(ck, "slot 0 (tree nil) has flags 0x%x", b->chunks[0].flags);
+	for (h = b->free_slot; h && n <= b->nr_used; h = b->chunks[h].next, n++) {
+		if (h >= b->nr_used) {
+			FAIL(ck, "slot free list: slot %u out of range", h);
+			break;
+		}
+		if (b->chunks[h].flags & BFC_CF_LIVE)
+			FAIL(ck, "slot free list: slot %u holds a chunk", h);
+	}
+	if (n > b->nr_used)
+		FAIL(ck, "slot free list: cycle");
+	for (h = 1; h < b->nr_used; h++)
+		live += !!(b->chunks[h].flags & BFC_CF_LIVE);
+	if (live != b->nr_live)
+		FAIL(ck, "slots: %u live, counted %u", live, b->nr_live);
+	if (n <= b->nr_used && live + n != b->nr_used - 1)
+		FAIL(ck, "slots: %u live + %u on the free list != %u", live, n,
+		     b->nr_used - 1);
+}
+
+static void check_regions(struct ck *ck)
+{
+	const struct bfc *b = ck->b;
+	uint64_t reserved = 0, g = b->gmask;
+	uint32_t i, ids = 0;
+
+	if (b->nr_regions > b->region_cap) {
+		FAIL(ck, "regions: %u of capacity %u", b->nr_regions, b->region_cap);
+		return;
+	}
+	for (i = 0; i < b->region_cap; i++)
+		ids += !!b->regions[i].id;
+	if (ids != b->nr_regions)
+		FAIL(ck, "regions: %u slots in use, %u in order", ids, b->nr_regions);
+	for (i = 0; i < b->nr_regions; i++) {
+		uint32_t ri = b->order[i];
+		const struct bfc_region *r;
+
+		if (ri >= b->region_cap || !b->regions[ri].id) {
+			FAIL(ck, "region order[%u] = slot %u: not a region", i, ri);
+			continue;
+		}
+		r = &b->regions[ri];
+		reserved += r->size;
+		if (!r->size || (r->base & g) || (r->size & g) ||
+		    r->size > UINT64_MAX - r->base)
+			FAIL(ck, "region %u [0x%llx, +0x%llx): bad base/size", r->id,
+			     BFC_ULL(r->base), BFC_ULL(r->size));
+		if (i > 0) {
+			const struct bfc_region *q = &b->regions[b->order[i - 1]];
+
+			if (q->base + q->size > r->base)
+				FAIL(ck, "region %u at 0x%llx overlaps or precedes region %u at 0x%llx",
+				     r->id, BFC_ULL(r->base), q->id, BFC_ULL(q->base));
+			else if (q->base + q->size == r->base &&
+				 (b->p.flags & BFC_MERGE_ADJACENT_REGIONS))
+				FAIL(ck, "regions %u and %u are adjacent but not merged",
+				     q->id, r->id);
+		}
+	}
+	if (reserved != b->st.reserved)
+		FAIL(ck, "stats: reserved %llu, regions sum to %llu",
+		     BFC_ULL(b->st.reserved), BFC_ULL(reserved));
+	if (b->st.regions != b->nr_regions)
+		FAIL(ck, "stats: %llu regions, %u exist", BFC_ULL(b->st.regions),
+		     b->nr_regions);
+	if (b->st.peak_reserved < b->st.reserved)
+		FAIL(ck, "stats: peak_reserved %llu < reserved %llu",
+		     BFC_ULL(b->st.peak_reserved), BFC_ULL(b->st.reserved));
+}
+
+struct sums {
+	uint64_t in_use, requested, used, free, chunks;
+};
+
+static void check_chunk(struct ck *ck, uint32_t h, struct sums *s)
+{
+	const struct bfc *b = ck->b;
+	const struct bfc_chunk *c = &b->chunks[h];
+
+	if (!c->size || (c->size & b->gmask))
+		FAIL(ck, "chunk %u at 0x%llx: bad size %llu", h, BFC_ULL(c->addr),
+		     BFC_ULL(c->size));
+	if (c->flags & BFC_CF_USED) {
+		s->used++;
+		s->in_use += c->size;
+		s->requested += c->u.requested;
+		if (!c->u.requested || c->u.requested > c->size)
+			FAIL(ck, "chunk %u at 0x%llx: requested %llu, size %llu",
+			     h, BFC_ULL(c->addr), BFC_ULL(c->u.requested), BFC_ULL(c->size));
+		if (!c->u.alloc_id || c->u.alloc_id >= b->next_alloc_id)
+			FAIL(ck, "chunk %u at 0x%llx: alloc id %llu (next %llu)",
+			     h, BFC_ULL(c->addr), BFC_ULL(c->u.alloc_id),
+			     BFC_ULL(b->next_alloc_id));
+		if (c->size > b->st.largest_alloc)
+			FAIL(ck, "chunk %u at 0x%llx: size %llu > largest_alloc %llu",
+			     h, BFC_ULL(c->addr), BFC_ULL(c->size), BFC_ULL(b->st.largest_alloc));
+		if (!bfc__hash_has(b, c->addr, h))
+			FAIL(ck, "chunk %u at 0x%llx: in use but not in the address index",
+			     h, BFC_ULL(c->addr));
+	} else {
+		s->free++;
+		if (c->cls != bfc__class_of(b, c->size))
+			FAIL(ck, "free chunk %u at 0x%llx size %llu: in class %u, belongs in %u",
+			     h, BFC_ULL(c->addr), BFC_ULL(c->size), c->cls,
+			     bfc__class_of(b, c->size));
+		if (bfc__hash_has(b, c->addr, h))
+			FAIL(ck, "free chunk %u at 0x%llx is in the address index",
+			     h, BFC_ULL(c->addr));
+	}
+}
+
+static void check_tiling(struct ck *ck, struct sums *s)
+{
+	const struct bfc *b = ck->b;
+	uint32_t i;
+
+	for (i = 0; i < b->nr_regions; i++) {
+		uint32_t ri = b->order[i], h, prev = 0, steps = 0;
+		const struct bfc_region *r;
+		uint64_t at;
+
+		if (ri >= b->region_cap || !b->regions[ri].id)
+			continue;
+		r = &b->regions[ri];
+		at = r->base;
+		for (h = r->first; h; prev = h, h = b->chunks[h].next) {
+			const struct bfc_chunk *c;
+
+			if (!slot_ok(b, h)) {
+				FAIL(ck, "region %u: chunk link to bad handle %u after %u",
+				     r->id, h, prev);
+				break;
+			}
+			if (++steps > b->nr_used) {
+				FAIL(ck, "region %u: chunk list cycle", r->id);
+				break;
+			}
+			c = &b->chunks[h];
+			s->chunks++;
+			if (c->region != ri)
+				FAIL(ck, "chunk %u at 0x%llx: region slot %u, lies in %u",
+				     h, BFC_ULL(c->addr), c->region, ri);
+			if (c->prev != prev)
+				FAIL(ck, "chunk %u at 0x%llx: prev is %u, should be %u",
+				     h, BFC_ULL(c->addr), c->prev, prev);
+			if (c->addr != at)
+				FAIL(ck, "region %u: chunk %u at 0x%llx, expected 0x%llx (%s)",
+				     r->id, h, BFC_ULL(c->addr), BFC_ULL(at),
+				     c->addr > at ? "gap" : "overlap");
+			if (prev && !(c->flags & BFC_CF_USED) &&
+			    !(b->chunks[prev].flags & BFC_CF_USED))
+				FAIL(ck, "free chunks %u and %u at 0x%llx are adjacent (not coalesced)",
+				     prev, h, BFC_ULL(c->addr));
+			check_chunk(ck, h, s);
+			at = c->addr + c->size;
+			if (c->size > r->base + r->size - c->addr) {
+				FAIL(ck, "region %u: chunk %u at 0x%llx runs past its end",
+				     r->id, h, BFC_ULL(c->addr));
+				break;
+			}
+		}
+		if (!h && at != r->base + r->size)
+			FAIL(ck, "region %u: chunks end at 0x%llx, region at 0x%llx",
+			     r->id, BFC_ULL(at), BFC_ULL(r->base + r->size));
+		if (!h && r->last != prev)
+			FAIL(ck, "region %u: last chunk is %u, recorded %u", r->id,
+			     prev, r->last);
+	}
+	if (s->chunks != b->nr_live)
+		FAIL(ck, "chunks: %llu in regions, %u live slots (leak)",
+		     BFC_ULL(s->chunks), b->nr_live);
+}
+
+/* Check node x of class c's tree (reached from `parent`); false: do not
+ * descend into it.
+ */
+static bool check_node(struct ck *ck, uint32_t c, uint32_t x, uint32_t parent,
+		       int depth)
+{
+	const struct bfc *b = ck->b;
+	const struct bfc_chunk *n;
+
+	if (!slot_ok(b, x)) {
+		FAIL(ck, "class %u: tree link from %u to bad handle %u", c, parent, x);
+		return false;
+	}
+	n = &b->chunks[x];
+	if (n->t.parent != parent) {
+		FAIL(ck, "class %u: chunk %u has parent %u, linked from %u", c, x,
+		     n->t.parent, parent);
+		return false;
+	}
+	if (depth > MAX_DEPTH) {
+		FAIL(ck, "class %u: tree deeper than %d at chunk %u", c, MAX_DEPTH, x);
+		return false;
+	}
+	ck->tree_nodes++;
+	if (n->flags & BFC_CF_USED)
+		FAIL(ck, "class %u: in-use chunk %u at 0x%llx is in the tree", c, x,
+		     BFC_ULL(n->addr));
+	if (n->cls != c)
+		FAIL(ck, "class %u: chunk %u (size %llu) records class %u", c, x,
+		     BFC_ULL(n->size), n->cls);
+	if (bfc__class_of(b, n->size) != c)
+		FAIL(ck, "class %u: chunk %u of size %llu belongs in class %u", c,
+		     x, BFC_ULL(n->size), bfc__class_of(b, n->size));
+	if ((n->flags & BFC_CF_RED) &&
+	    ((b->chunks[n->t.left].flags & BFC_CF_RED) ||
+	     (b->chunks[n->t.right].flags & BFC_CF_RED)))
+		FAIL(ck, "class %u: red chunk %u has a red child", c, x);
+	return true;
+}
+
+/* Walk class c's tree without recursion (kernel stacks are small): down
+ * only along links whose child points back (checked first), so climbing by
+ * parent links retraces the path and every node is seen once.  Checks the
+ * in-order sequence is strictly increasing in (size, addr) and every path
+ * has the same number of black nodes.
+ */
+static void check_tree(struct ck *ck, uint32_t c, uint32_t root)
+{
+	const struct bfc_chunk *C = ck->b->chunks;
+	uint32_t x = root, prev = 0, next;
+	int from = 0, depth = 0, blacks, bh = -1;
+
+	if (!check_node(ck, c, root, 0, 0))
+		return;
+	blacks = !(C[root].flags & BFC_CF_RED);
+	for (;;) {
+		/* from: 0 entered x from above, 1 back from its left, 2 back
+		 * from its right.
+		 */
+		next = from == 0 ? C[x].t.left : from == 1 ? C[x].t.right : 0;
+		if (from == 1) {	/* in order: x comes after prev */
+			if (prev && !bfc__key_less(&C[prev], &C[x]))
+				FAIL(ck, "class %u: chunk %u (size %llu at 0x%llx) out of (size, addr) order",
+				     c, x, BFC_ULL(C[x].size), BFC_ULL(C[x].addr));
+			prev = x;
+			if (next && next == C[x].t.left) {
+				FAIL(ck, "class %u: chunk %u has the same left and right child",
+				     c, x);
+				next = 0;
+				from = 2;
+				continue;
+			}
+		}
+		if (from < 2) {
+			if (!next) {
+				if (bh < 0)
+					bh = blacks;
+				else if (bh != blacks)
+					FAIL(ck, "class %u: %d black chunks above a leaf of chunk %u, %d elsewhere",
+					     c, blacks, x, bh);
+			} else if (check_node(ck, c, next, x, depth + 1)) {
+				x = next;
+				depth++;
+				blacks += !(C[x].flags & BFC_CF_RED);
+				from = 0;
+				continue;
+			}
+			from++;
+			continue;
+		}
+		/* Both subtrees done: climb. */
+		if (x == root)
+			break;
+		blacks -= !(C[x].flags & BFC_CF_RED);
+		depth--;
+		next = C[x].t.parent;
+		from = C[next].t.left == x ? 1 : 2;
+		x = next;
+	}
+}
+
+static void check_classes(struct ck *ck, const struct sums *s)
+{
+	const struct bfc *b = ck->b;
+	const struct bfc_chunk *C = b->chunks;
+	uint32_t c, fl;
+
+	for (c = 0; c < BFC_NR_CLASSES; c++) {
+		const struct bfc_class *k = &b->cls[c];
+		bool bit = b->sl_map[c >> BFC_SL_BITS] >> (c & (BFC_SL_COUNT - 1)) & 1;
+		uint32_t x, d;
+
+		if (bit != !!k->root)
+			FAIL(ck, "class %u: bitmap says %s, tree is %s", c,
+			     bit ? "non-empty" : "empty", k->root ? "non-empty" : "empty");
+		if (!k->root) {
+			if (k->min)
+				FAIL(ck, "class %u: empty but cached minimum %u", c, k->min);
+			continue;
+		}
+		check_tree(ck, c, k->root);
+		if (!slot_ok(b, k->root))
+			continue;
+		if (C[k->root].flags & BFC_CF_RED)
+			FAIL(ck, "class %u: root %u is red", c, k->root);
+		for (x = k->root, d = 0; slot_ok(b, C[x].t.left) && d < MAX_DEPTH; d++)
+			x = C[x].t.left;
+		if (k->min != x)
+			FAIL(ck, "class %u: cached minimum %u, leftmost is %u", c,
+			     k->min, x);
+	}
+	for (fl = 0; fl < 64; fl++) {
+		bool bit = b->fl_map >> fl & 1;
+		bool any = fl < BFC_FL_COUNT && b->sl_map[fl];
+
+		if (bit != any)
+			FAIL(ck, "class group %u: bitmap says %s, its classes are %s",
+			     fl, bit ? "non-empty" : "empty", any ? "non-empty" : "empty");
+	}
+	if (ck->tree_nodes != s->free)
+		FAIL(ck, "classes: %llu chunks in trees, %llu free chunks in regions",
+		     BFC_ULL(ck->tree_nodes), BFC_ULL(s->free));
+}
+
+static void check_hash(struct ck *ck, const struct sums *s)
+{
+	const struct bfc *b = ck->b;
+	uint64_t n = 0, cap = (uint64_t)b->hash_mask + 1;
+	uint32_t i;
+
+	for (i = 0; i <= b->hash_mask; i++) {
+		if (!b->hash[i].h)
+			continue;
+		n++;
+		if (!bfc__hash_slot_ok(b, i))
+			FAIL(ck, "address index: slot %u -> %u, not an in-use chunk with that address",
+			     i, b->hash[i].h);
+	}
+	if (n != b->hash_count)
+		FAIL(ck, "address index: %llu entries, counted %u", BFC_ULL(n),
+		     b->hash_count);
+	if (n != s->used)
+		FAIL(ck, "address index: %llu entries, %llu chunks in use", BFC_ULL(n),
+		     BFC_ULL(s->used));
+	if (n * 8 > cap * 3)
+		FAIL(ck, "address index: %llu entries in %llu slots", BFC_ULL(n),
+		     BFC_ULL(cap));
+}
+
+static void check_stats(struct ck *ck, const struct sums *s)
+{
+	const struct bfc_stats *st = &ck->b->st;
+
+	if (st->in_use != s->in_use)
+		FAIL(ck, "stats: in_use %llu, chunks sum to %llu", BFC_ULL(st->in_use),
+		     BFC_ULL(s->in_use));
+	if (st->requested != s->requested)
+		FAIL(ck, "stats: requested %llu, chunks sum to %llu",
+		     BFC_ULL(st->requested), BFC_ULL(s->requested));
+	if (st->chunks_in_use != s->used)
+		FAIL(ck, "stats: %llu chunks in use, counted %llu",
+		     BFC_ULL(st->chunks_in_use), BFC_ULL(s->used));
+	if (st->chunks_free != s->free)
+		FAIL(ck, "stats: %llu chunks free, counted %llu",
+		     BFC_ULL(st->chunks_free), BFC_ULL(s->free));
+	if (st->peak_in_use < st->in_use)
+		FAIL(ck, "stats: peak_in_use %llu < in_use %llu",
+		     BFC_ULL(st->peak_in_use), BFC_ULL(st->in_use));
+	if (st->nr_allocs - st->nr_frees != st->chunks_in_use)
+		FAIL(ck, "stats: %llu allocs - %llu frees != %llu in use",
+		     BFC_ULL(st->nr_allocs), BFC_ULL(st->nr_frees), BFC_ULL(st->chunks_in_use));
+}
+
+uint32_t bfc_check(const struct bfc *b, char *buf, size_t len)
+{
+	struct ck ck = { .b = b };
+	struct sums s = { 0 };
+
+	bfc__out_init(&ck.o, buf, len);
+	check_slots(&ck);
+	check_regions(&ck);
+	check_tiling(&ck, &s);
+	check_classes(&ck, &s);
+	check_hash(&ck, &s);
+	check_stats(&ck, &s);
+	return ck.bad;
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * bfc_dump.c - per-bin statistics and the text reports (TensorFlow's
+ * DumpMemoryLog and RenderOccupancy).  O(chunks); never on a hot path.
+ * Byte counts are printed exactly, in decimal (no floating point).
+ */
+#include "bfc_internal.h"
+
+#define BFC_ULL(x)	((unsigned long long)(x))
+
+void bfc_get_bin_stats(const struct bfc *b, struct bfc_bin_stats bins[BFC_NR_BINS])
+{
+	uint32_t i, h;
+
+	bfc_memset(bins, 0, sizeof(bins[0]) * BFC_NR_BINS);
+	for (i = 0; i < b->nr_regions; i++) {
+		for (h = b->regions[b->order[i]].first; h; h = b->chunks[h].next) {
+			const struct bfc_chunk *c = &b->chunks[h];
+			struct bfc_bin_stats *bs = &bins[bfc_bin_of(b, c->size)];
+
+			if (c->flags & BFC_CF_USED) {
+				bs->in_use_chunks++;
+				bs->in_use_bytes += c->size;
+				bs->requested_bytes += c->u.requested;
+			} else {
+				bs->free_chunks++;
+				bs->free_bytes += c->size;
+			}
+		}
+	}
+}
+
+size_t bfc_dump_bins(const struct bfc *b, char *buf, size_t len)
+{
+	/* 1.3 KB: too much for a kernel stack frame. */
+	struct bfc_bin_stats *bins = bfc_env_alloc(sizeof(*bins) * BFC_NR_BINS);
+	struct bfc_stats st;
+	struct bfc_out o;
+	uint32_t i;
+
+	bfc__out_init(&o, buf, len);
+	bfc_get_stats(b, &st);
+	BFC_PUT(&o, "BFC: %llu regions, %lluB reserved, %lluB in use, %lluB requested, %llu chunks in use, %llu free, largest free %lluB\n",
+		BFC_ULL(st.regions), BFC_ULL(st.reserved), BFC_ULL(st.in_use),
+		BFC_ULL(st.requested), BFC_ULL(st.chunks_in_use), BFC_ULL(st.chunks_free),
+		BFC_ULL(st.largest_free));
+	if (bins)
+		bfc_get_bin_stats(b, bins);
+	else
+		BFC_PUT(&o, "(no memory for the bin summary)\n");
+	for (i = 0; bins && i < BFC_NR_BINS; i++) {
+		const struct bfc_bin_stats *bs = &bins[i];
+
+		/* Only bins holding chunks: their lower bound is then below a
+		 * chunk's size, so the shift cannot overflow.
+		 */
+		if (!bs->free_chunks && !bs->in_use_chunks)
+			continue;
+		BFC_PUT(&o, "Bin (%llu): \tTotal Chunks: %llu, Chunks in use: %llu. %lluB allocated for chunks. %lluB in use in bin. %lluB client-requested in use in bin.\n",
+			BFC_ULL(b->p.granularity << i),
+			BFC_ULL(bs->free_chunks + bs->in_use_chunks),
+			BFC_ULL(bs->in_use_chunks),
+			BFC_ULL(bs->free_bytes + bs->in_use_bytes),
+			BFC_ULL(bs->in_use_bytes), BFC_ULL(bs->requested_bytes));
+	}
+	BFC_PUT(&o, "Sum Total of in-use chunks: %lluB\n", BFC_ULL(st.in_use));
+	if (bins)
+		bfc_env_free(bins, sizeof(*bins) * BFC_NR_BINS);
+	return o.pos;
+}
+
+size_t bfc_dump_chunks(const struct bfc *b, char *buf, size_t len)
+{
+	struct bfc_out o;
+	uint32_t i, h;
+
+	bfc__out_init(&o, buf, len);
+	for (i = 0; i < b->nr_regions; i++) {
+		const struct bfc_region *r = &b->regions[b->order[i]];
+
+		BFC_PUT(&o, "Region %u at 0x%llx of size %llu\n", r->id,
+			BFC_ULL(r->base), BFC_ULL(r->size));
+		for (h = r->first; h; h = b->chunks[h].next) {
+			const struct bfc_chunk *c = &b->chunks[h];
+
+			if (c->flags & BFC_CF_USED)
+				BFC_PUT(&o, "InUse at 0x%llx of size %llu requested %llu alloc_id %llu tag 0x%llx handle %u\n",
+					BFC_ULL(c->addr), BFC_ULL(c->size),
+					BFC_ULL(c->u.requested), BFC_ULL(c->u.alloc_id),
+					BFC_ULL(c->u.tag), h);
+			else
+				BFC_PUT(&o, "Free  at 0x%llx of size %llu handle %u\n",
+					BFC_ULL(c->addr), BFC_ULL(c->size), h);
+		}
+	}
+	return o.pos;
+}
+
+/* floor(size * i / width) without overflow (i <= width < 2^32). */
+static uint64_t cell_offset(uint64_t size, uint32_t width, uint32_t i)
+{
+	return size / width * i + size % width * i / width;
+}
+
+size_t bfc_render_occupancy(const struct bfc *b, char *buf, size_t len,
+			    uint32_t width)
+{
+	struct bfc_out o;
+	uint32_t i, cell;
+
+	bfc__out_init(&o, buf, len);
+	if (!width)
+		width = 100;
+	if (!b->nr_regions)
+		BFC_PUT(&o, "<allocator contains no memory>\n");
+	for (i = 0; i < b->nr_regions; i++) {
+		const struct bfc_region *r = &b->regions[b->order[i]];
+		uint32_t h = r->first;
+
+		BFC_PUT(&o, "Region %u: ", r->id);
+		for (cell = 0; cell < width; cell++) {
+			uint64_t lo = r->base + cell_offset(r->size, width, cell);
+			uint64_t hi = r->base + cell_offset(r->size, width, cell + 1);
+			bool any_used = false, any_free = false;
+
+			if (hi == lo)	/* more cells than bytes: show the byte */
+				hi = lo + 1;
+			/* h is the chunk holding lo: skip those ending before. */
+			while (b->chunks[h].addr + b->chunks[h].size <= lo)
+				h = b->chunks[h].next;
+			for (uint32_t x = h; x && b->chunks[x].addr < hi;
+			     x = b->chunks[x].next) {
+				if (b->chunks[x].flags & BFC_CF_USED)
+					any_used = true;
+				else
+					any_free = true;
+			}
+			bfc__out_putc(&o, any_used ? (any_free ? '+' : '*') : '.');
+		}
+		bfc__out_putc(&o, '\n');
+	}
+	return o.pos;
+}

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * chunk.c - chunk references, mappings (mmap, vm_ops) and exported chunk
+ * file descriptors.
+ *
+ * A struct gp_chunk is referenced by its owner (the allocating file), by
+ * every vma that maps it (vm_ops open/close: mremap, vma splits and fork
+ * call open) and by every exported chunk fd.  The last put hands the chunk
+ * to its node's zeroing worker.
+ *
+ * Mappings (what the tests check):
+ *  - MAP_SHARED only (-EINVAL otherwise); never executable (VM_MAYEXEC is
+ *    cleared: mmap with PROT_EXEC and mprotect(PROT_EXEC) fail);
+ *  - the length must be the chunk's size (-EINVAL), the offset the handle
+ *    (on /dev/gpupool) or 0 (on a chunk fd);
+ *  - VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP: pages are refcounted
+ *    normal pages (never VM_IO/VM_PFNMAP), so GUP can pin them; mremap may
+ *    move or shrink a mapping but not grow it (-EFAULT); core dumps skip it;
+ *  - filled at mmap with vm_insert_pages(), a block at a time; a fault
+ *    (after MADV_DONTNEED, or when population was cut short) inserts the
+ *    page again; a fault past the chunk gets SIGBUS;
+ *  - fork: the child shares the pages; the chunk lives until every
+ *    mapping in every process is gone.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/anon_inodes.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/gpupool.h>
+
+#include "compat.h"
+#include "gpupool.h"
+
+static void gp_chunk_release(struct kref *kref)
+{
+	struct gp_chunk *c = container_of(kref, struct gp_chunk, kref);
+
+	/* A chunk counts against its allocator until its last ref is gone. */
+	gp_holder_uncharge(c->holder, c->size);
+	gp_pool_release_chunk(c);
+}
+
+void gp_chunk_get(struct gp_chunk *c)
+{
+	kref_get(&c->kref);
+}
+
+void gp_chunk_put(struct gp_chunk *c)
+{
+	kref_put(&c->kref, gp_chunk_release);
+}
+
+/* Mappings ---------------------------------------------------------------- */
+
+static void gp_vm_open(struct vm_area_struct *vma)
+{
+	gp_chunk_get(vma->vm_private_data);
+}
+
+static void gp_vm_close(struct vm_area_struct *vma)
+{
+	gp_chunk_put(vma->vm_private_data);
+}
+
+/* vm_pgoff is 0 at the chunk's first page (set at mmap, kept by splits). */
+static vm_fault_t gp_vm_fault(struct vm_fault *vmf)
+{
+	struct gp_chunk *c = vmf->vma->vm_private_data;
+
+	if (vmf->pgoff >= gp_chunk_pages(c))
+		return VM_FAULT_SIGBUS;
+	return vmf_insert_page(vmf->vma, vmf->address,
+			       gp_chunk_page(c, vmf->pgoff));
+}
+
+static const struct vm_operations_struct gp_vm_ops = {
+	.open	= gp_vm_open,
+	.close	= gp_vm_close,
+	.fault	= gp_vm_fault,
+};
+
+/*
+ * Insert every page, a block (512 pages) per vm_insert_pages() call.  Best
+ * effort: whatever is left out is faulted in later.
+ */
+static void gp_chunk_populate(struct gp_chunk *c, struct vm_area_struct *vma)
+{
+	unsigned long pg = c->offset >> PAGE_SHIFT;
+	unsigned long left = gp_chunk_pages(c);
+	unsigned long addr = vma->vm_start;
+	struct page **batch;
+
+	batch = kmalloc_array(GP_BLOCK_PAGES, sizeof(*batch), GFP_KERNEL);
+	if (!batch)
+		return;
+	while (left) {
+		const struct gp_block *b = &c->node->blocks[pg / GP_BLOCK_PAGES];
+		unsigned long i = pg % GP_BLOCK_PAGES;
+		unsigned long nr = min(left, GP_BLOCK_PAGES - i);
+		unsigned long rest = nr, k;
+		struct page **pages;
+
+		if (b->head) {
+			for (k = 0; k < nr; k++)
+				batch[k] = b->head + i + k;
+			pages = batch;
+		} else {
+			pages = &b->pages[i];
+		}
+		if (vm_insert_pages(vma, addr, pages, &rest) || rest)
+			break;
+		addr += nr << PAGE_SHIFT;
+		pg += nr;
+		left -= nr;
+		if (fatal_signal_pending(current))
+			break;
+		cond_resched();
+	}
+	kfree(batch);
+}
+
+/*
+ * Map c into vma.  On success the vma owns the caller's reference to c; on
+ * failure the caller still owns it.
+ */
+int gp_chunk_mmap(struct gp_chunk *c, struct vm_area_struct *vma)
+{
+	/* VM_MAYSHARE: MAP_SHARED (VM_SHARED is cleared for read-only files). */
+	if (!(vma->vm_flags & VM_MAYSHARE))
+		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+	if (vma_pages(vma) != gp_chunk_pages(c))
+		return -EINVAL;
+
+	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	vm_flags_clear(vma, VM_MAYEXEC);
+	/* The offset named the chunk; from here on it is the page index. */
+	vma->vm_pgoff = 0;
+	vma->vm_ops = &gp_vm_ops;
+	vma->vm_private_data = c;
+	gp_chunk_populate(c, vma);
+	return 0;
+}
+
+/* Exported chunk fds -------------------------------------------------------------- */
+
+static int gp_chunk_fd_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct gp_chunk *c = file->private_data;
+	int ret;
+
+	if (vma->vm_pgoff)
+		return -EINVAL;
+	gp_chunk_get(c);
+	ret = gp_chunk_mmap(c, vma);
+	if (ret)
+		gp_chunk_put(c);
+	return ret;
+}
+
+static int gp_chunk_fd_release(struct inode *inode, struct file *file)
+{
+	gp_chunk_put(file->private_data);
+	return 0;
+}
+
+static long gp_chunk_fd_info(struct gp_chunk *c, void __user *uarg)
+{
+	struct gpupool_chunk_info ci;
+
+	if (copy_from_user(&ci, uarg, sizeof(ci)))
+		return -EFAULT;
+	if (ci.flags & ~GPUPOOL_CHUNK_INFO_VALID_FLAGS)
+		return -EINVAL;
+	if (memchr_inv(ci.reserved, 0, sizeof(ci.reserved)))
+		return -EINVAL;
+	memset(&ci, 0, sizeof(ci));
+	ci.size = c->size;
+	ci.node = c->node->nid;
+	if (copy_to_user(uarg, &ci, sizeof(ci)))
+		return -EFAULT;
+	return 0;
+}
+
+static long gp_chunk_fd_ioctl(struct file *file, unsigned int cmd,
+			      unsigned long arg)
+{
+	switch (cmd) {
+	case GPUPOOL_IOC_CHUNK_INFO:
+		return gp_chunk_fd_info(file->private_data,
+					(void __user *)arg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations gp_chunk_fops = {
+	.owner		= THIS_MODULE,
+	.mmap		= gp_chunk_fd_mmap,
+	.release	= gp_chunk_fd_release,
+	.unlocked_ioctl	= gp_chunk_fd_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+/*
+ * A new file standing for c.  On success it owns the caller's reference
+ * (dropped when the file is released); on failure the caller keeps it.
+ */
+struct file *gp_chunk_file(struct gp_chunk *c, int flags)
+{
+	return anon_inode_getfile("[gpupool_chunk]", &gp_chunk_fops, c, flags);
+}

@@ -1,0 +1,1020 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pool.c - the reserved pool: NUMA sub-pools, their 2 MiB blocks of pages,
+ * reservation at load and growth, allocation, and the zeroing worker and
+ * quarantine that take released chunks back.
+ *
+ * Each sub-pool (struct gp_node) runs one struct bfc over an abstract
+ * offset space: offset o lives in block o >> 21, so finding the page behind
+ * any offset is one array index (gp_node_page()).  Pages are taken with
+ * GFP_KERNEL | __GFP_THISNODE and never __GFP_MOVABLE: they come neither
+ * from ZONE_MOVABLE nor from CMA, so GUP may pin them long-term
+ * (cudaHostRegister, io_uring fixed buffers).
+ *
+ * Every page of the pool holds exactly one reference of ours while it is
+ * in the pool.  Mappings add their own (vm_insert_pages()), GUP pins add
+ * theirs.  A released chunk whose pages carry anything beyond our one
+ * reference is still in someone's hands: it is quarantined, not reused.
+ *
+ * Locks, outermost first:
+ *   gp_node.grow_lock   one grower per sub-pool (sleeps in the allocator);
+ *   gp_node.lock        every bfc call, and publishing new blocks;
+ *   gp_node.stat_lock   spinlock: counters, dirty and quarantine lists.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/gfp.h>
+#include <linux/highmem.h>
+#include <linux/ktime.h>
+#include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/nodemask.h>
+#include <linux/sched/signal.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/topology.h>
+#include <linux/vmstat.h>
+#include <linux/gpupool.h>
+
+#include "gpupool.h"
+
+/* Page allocator flags for the pool: node-local, no hard retries, no OOM
+ * killer, no warnings (a failure is reported once, in words), zeroed.
+ */
+#define GP_GFP	(GFP_KERNEL | __GFP_THISNODE | __GFP_NOWARN | \
+		 __GFP_NORETRY | __GFP_ZERO)
+
+/*
+ * The pool never takes a node's free + file-cache pages below this floor:
+ * the larger of 4x the node's high watermarks and 1/GP_FLOOR_DIV of its
+ * memory.  A reservation (at load or growing) stops there, as if the page
+ * allocator had refused, so a pool_size beyond the machine leaves it usable
+ * rather than pushing it into the OOM killer.
+ */
+#define GP_FLOOR_DIV	32
+
+/* Work items per node for a reservation, at most. */
+#define GP_RESERVE_MAX_WORKERS	16
+
+/* How often quarantined chunks are checked again. */
+#define GP_QUARANTINE_RECHECK	(HZ / 10)
+
+unsigned int gp_nr_nodes;
+struct gp_node **gp_nodes;
+
+static struct workqueue_struct *gp_wq;
+static u64 gp_reserve_ns;
+static u64 gp_max_size;
+static atomic64_t gp_live_bytes = ATOMIC64_INIT(0);
+static atomic64_t gp_peak_live_bytes = ATOMIC64_INIT(0);
+static atomic64_t gp_limit_denials = ATOMIC64_INIT(0);
+static bool gp_dying;
+
+/* Blocks ---------------------------------------------------------------- */
+
+static void gp_block_free(struct gp_block *b)
+{
+	unsigned long i;
+
+	/*
+	 * put_page(), not __free_page(): a page someone still pins (a chunk
+	 * quarantined at unload) is freed when they unpin it.
+	 */
+	for (i = 0; i < GP_BLOCK_PAGES; i++)
+		put_page(b->head ? b->head + i : b->pages[i]);
+	kvfree(b->pages);
+	b->head = NULL;
+	b->pages = NULL;
+}
+
+/* Where order 9 cannot be had: 512 pages from smaller orders, largest first. */
+static int gp_block_alloc_fallback(struct gp_block *b, int nid)
+{
+	unsigned int order = GP_BLOCK_ORDER - 1;
+	unsigned long i = 0, j;
+	struct page *page;
+
+	b->pages = kvmalloc_node(GP_BLOCK_PAGES * sizeof(*b->pages),
+				 GFP_KERNEL, nid);
+	if (!b->pages)
+		return -ENOMEM;
+
+	while (i < GP_BLOCK_PAGES) {
+		page = alloc_pages_node(nid, GP_GFP, order);
+		if (!page) {
+			if (!order)
+				goto out_free_pages;
+			order--;
+			continue;
+		}
+		if (order)
+			split_page(page, order);
+		for (j = 0; j < (1UL << order); j++)
+			b->pages[i++] = page + j;
+	}
+	return 0;
+
+out_free_pages:
+	while (i)
+		put_page(b->pages[--i]);
+	kvfree(b->pages);
+	b->pages = NULL;
+	return -ENOMEM;
+}
+
+static int gp_block_alloc(struct gp_block *b, int nid, bool *fallback)
+{
+	struct page *page;
+
+	*fallback = false;
+	page = alloc_pages_node(nid, GP_GFP, GP_BLOCK_ORDER);
+	if (page) {
+		split_page(page, GP_BLOCK_ORDER);
+		b->head = page;
+		return 0;
+	}
+	*fallback = true;
+	return gp_block_alloc_fallback(b, nid);
+}
+
+/* Pages the pool may still take from node nid before reaching the floor. */
+static unsigned long gp_node_headroom(int nid)
+{
+	struct pglist_data *pgdat = NODE_DATA(nid);
+	unsigned long free = 0, managed = 0, wmark = 0, floor;
+	long file;
+	int z;
+
+	for (z = 0; z < MAX_NR_ZONES; z++) {
+		struct zone *zone = &pgdat->node_zones[z];
+
+		if (!populated_zone(zone))
+			continue;
+		free += zone_page_state(zone, NR_FREE_PAGES);
+		managed += zone_managed_pages(zone);
+		wmark += high_wmark_pages(zone);
+	}
+	file = atomic_long_read(&pgdat->vm_stat[NR_ACTIVE_FILE]) +
+	       atomic_long_read(&pgdat->vm_stat[NR_INACTIVE_FILE]);
+	if (file > 0)
+		free += file;
+	floor = max(4 * wmark, managed / GP_FLOOR_DIV);
+	return free > floor ? free - floor : 0;
+}
+
+/* Reservation: several work items per node on the unbound workqueue ------ */
+
+struct gp_reserve_work {
+	struct work_struct work;
+	struct gp_node *node;
+	unsigned long first;		/* blocks [first, first + count) */
+	unsigned long count;
+	unsigned long got;		/* blocks [first, first + got) filled */
+	unsigned long fallback;
+	ktime_t done;			/* when it finished */
+};
+
+/* One node's reservation in flight. */
+struct gp_reservation {
+	struct gp_node *node;
+	unsigned long first;
+	unsigned int nr_work;
+	struct gp_reserve_work *w;
+	ktime_t start;
+};
+
+static void gp_reserve_fn(struct work_struct *work)
+{
+	struct gp_reserve_work *w = container_of(work, struct gp_reserve_work,
+						 work);
+	struct gp_node *n = w->node;
+	bool fallback;
+
+	/* Stop at the first failure: the node has no more to give. */
+	while (w->got < w->count) {
+		if (gp_node_headroom(n->nid) < GP_BLOCK_PAGES)
+			break;
+		if (gp_block_alloc(&n->blocks[w->first + w->got], n->nid,
+				   &fallback))
+			break;
+		w->fallback += fallback;
+		w->got++;
+		cond_resched();
+	}
+	w->done = ktime_get();
+}
+
+/*
+ * Start filling blocks [first, first + count) of r->node: several work items,
+ * each a contiguous range, queued on the node's CPUs.  Nothing is published:
+ * gp_reserve_finish() waits and the caller adds the region.
+ */
+static int gp_reserve_start(struct gp_reservation *r, struct gp_node *n,
+			    unsigned long first, unsigned long count)
+{
+	unsigned long per, at;
+	unsigned int i;
+
+	r->node = n;
+	r->first = first;
+	r->start = ktime_get();
+	r->nr_work = 0;
+	r->w = NULL;
+	if (!count)
+		return 0;
+	r->nr_work = clamp_t(unsigned int,
+			     cpumask_weight(cpumask_of_node(n->nid)),
+			     2, GP_RESERVE_MAX_WORKERS);
+	r->nr_work = min_t(unsigned long, r->nr_work, count);
+	r->w = kcalloc(r->nr_work, sizeof(*r->w), GFP_KERNEL);
+	if (!r->w) {
+		r->nr_work = 0;
+		return -ENOMEM;
+	}
+
+	per = DIV_ROUND_UP(count, r->nr_work);
+	for (i = 0, at = first; i < r->nr_work; i++, at += per) {
+		struct gp_reserve_work *w = &r->w[i];
+
+		w->node = n;
+		w->first = at;
+		w->count = min(per, first + count - at);
+		INIT_WORK(&w->work, gp_reserve_fn);
+		queue_work_node(n->nid, gp_wq, &w->work);
+	}
+	return 0;
+}
+
+/*
+ * Wait for r, then move the blocks obtained together so that they are
+ * [first, first + returned value).  *ns: how long the node took.
+ */
+static unsigned long gp_reserve_finish(struct gp_reservation *r, u64 *ns)
+{
+	struct gp_node *n = r->node;
+	ktime_t end = r->start;
+	unsigned long dst = r->first;
+	unsigned int i;
+
+	for (i = 0; i < r->nr_work; i++) {
+		struct gp_reserve_work *w = &r->w[i];
+		unsigned long k;
+
+		flush_work(&w->work);
+		for (k = 0; k < w->got; k++, dst++) {
+			if (dst == w->first + k)
+				continue;
+			n->blocks[dst] = n->blocks[w->first + k];
+			n->blocks[w->first + k] = (struct gp_block){ };
+		}
+		n->fallback_blocks += w->fallback;
+		if (ktime_after(w->done, end))
+			end = w->done;
+	}
+	kfree(r->w);
+	r->w = NULL;
+	if (ns)
+		*ns = ktime_to_ns(ktime_sub(end, r->start));
+	return dst - r->first;
+}
+
+static unsigned long gp_reserve_blocks(struct gp_node *n, unsigned long first,
+				       unsigned long count)
+{
+	struct gp_reservation r;
+
+	if (gp_reserve_start(&r, n, first, count))
+		return 0;
+	return gp_reserve_finish(&r, NULL);
+}
+
+static void gp_release_blocks(struct gp_node *n, unsigned long first,
+			      unsigned long count)
+{
+	unsigned long i;
+
+	for (i = first; i < first + count; i++) {
+		gp_block_free(&n->blocks[i]);
+		cond_resched();
+	}
+}
+
+/* Make [nr_blocks, nr_blocks + count) part of the node's bfc. */
+static int gp_publish_blocks(struct gp_node *n, unsigned long count)
+{
+	int ret;
+
+	mutex_lock(&n->lock);
+	ret = bfc_add_region(n->bfc, (u64)n->nr_blocks << GP_BLOCK_SHIFT,
+			     (u64)count << GP_BLOCK_SHIFT, NULL);
+	if (!ret)
+		n->nr_blocks += count;
+	mutex_unlock(&n->lock);
+	return ret;
+}
+
+/* Growth (TensorFlow's allow_growth) ----------------------------------------- */
+
+/*
+ * Add a region big enough for `size` bytes, sized next_grow_blocks (which
+ * doubles) but no more than the limit; when the kernel refuses, try again at
+ * 90% until that is below what the request needs.  Returns 0 when the node
+ * has grown (by this caller or a concurrent one since `seen_blocks`).
+ */
+static int gp_node_grow(struct gp_node *n, u64 size, unsigned long seen_blocks)
+{
+	unsigned long need = DIV_ROUND_UP(size, GP_BLOCK_SIZE);
+	unsigned long have, want, got;
+	int ret = -ENOMEM;
+
+	mutex_lock(&n->grow_lock);
+	have = READ_ONCE(n->nr_blocks);
+	if (have != seen_blocks) {
+		ret = 0;		/* someone else grew it: retry */
+		goto out_unlock;
+	}
+	if (need > n->cap_blocks - have)
+		goto out_unlock;
+	want = clamp(n->next_grow_blocks, need, n->cap_blocks - have);
+
+	for (;;) {
+		got = gp_reserve_blocks(n, have, want);
+		if (got >= need)
+			break;
+		gp_release_blocks(n, have, got);
+		if (want == need)
+			goto out_unlock;
+		want = max(need, want * 9 / 10);
+	}
+	ret = gp_publish_blocks(n, got);
+	if (ret) {
+		gp_release_blocks(n, have, got);
+		goto out_unlock;
+	}
+	n->next_grow_blocks = min(2 * got, n->cap_blocks);
+	spin_lock(&n->stat_lock);
+	n->c.growths++;
+	spin_unlock(&n->stat_lock);
+	pr_info("node %d: grew by %lu MiB to %lu MiB\n", n->nid,
+		got << (GP_BLOCK_SHIFT - 20),
+		(have + got) << (GP_BLOCK_SHIFT - 20));
+out_unlock:
+	mutex_unlock(&n->grow_lock);
+	return ret;
+}
+
+/* Allocation -------------------------------------------------------------------- */
+
+static void gp_note_live(struct gp_node *n, u64 bytes)
+{
+	u64 live, peak;
+
+	n->c.live_bytes += bytes;
+	n->c.live_chunks++;
+	n->c.allocs++;
+	n->c.peak_live_bytes = max(n->c.peak_live_bytes, n->c.live_bytes);
+
+	live = atomic64_add_return(bytes, &gp_live_bytes);
+	peak = atomic64_read(&gp_peak_live_bytes);
+	while (live > peak) {
+		u64 old = atomic64_cmpxchg(&gp_peak_live_bytes, peak, live);
+
+		if (old == peak)
+			break;
+		peak = old;
+	}
+}
+
+/*
+ * One try on one node.  On -ENOMEM, *wait_gen says whether waiting for the
+ * zeroing worker could help (chunks being zeroed, and free + zeroing bytes
+ * would cover the request): then it is the zero_gen to wait past, else ~0.
+ */
+static int gp_node_try_alloc(struct gp_node *n, u64 size, struct gp_chunk *c,
+			     u64 *wait_gen, unsigned long *seen_blocks)
+{
+	struct bfc_stats st;
+	u64 addr;
+	int ret;
+
+	mutex_lock(&n->lock);
+	*seen_blocks = n->nr_blocks;
+	ret = bfc_alloc(n->bfc, size, &c->bh, &addr);
+	if (!ret) {
+		c->node = n;
+		c->offset = addr;
+		c->size = PAGE_ALIGN(size);
+		spin_lock(&n->stat_lock);
+		gp_note_live(n, c->size);
+		spin_unlock(&n->stat_lock);
+	} else {
+		bfc_get_stats(n->bfc, &st);
+		spin_lock(&n->stat_lock);
+		if (n->c.zeroing_bytes &&
+		    st.free_bytes + n->c.zeroing_bytes >= PAGE_ALIGN(size))
+			*wait_gen = n->zero_gen;
+		else
+			*wait_gen = ~0ULL;
+		spin_unlock(&n->stat_lock);
+	}
+	mutex_unlock(&n->lock);
+	return ret;
+}
+
+/*
+ * What an allocation waits for.  Nothing, when the sub-pool has a free chunk
+ * that fits: that is a bfc lookup under the node mutex.  Otherwise:
+ *  - while chunks released on this node are waiting to be zeroed and would
+ *    (with the free bytes) cover the request, it sleeps, killable, until
+ *    the zeroing worker has given at least one chunk back, and tries again;
+ *  - else, when growth is allowed (max_size) and the node is below its
+ *    limit, it grows the node itself: allocating and zeroing new blocks in
+ *    the page allocator (work items on the node's CPUs), which sleeps but
+ *    never retries hard or invokes the OOM killer;
+ *  - else it fails with -ENOMEM.
+ * Quarantined (still pinned) chunks are never waited for.
+ */
+static int gp_node_alloc(struct gp_node *n, u64 size, struct gp_chunk *c)
+{
+	unsigned long seen_blocks;
+	u64 gen;
+	int ret;
+
+	for (;;) {
+		ret = gp_node_try_alloc(n, size, c, &gen, &seen_blocks);
+		if (ret != -ENOMEM)
+			return ret;
+		if (gen != ~0ULL) {
+			if (wait_event_killable(n->zero_wait,
+						READ_ONCE(n->zero_gen) != gen))
+				return -EINTR;
+			continue;
+		}
+		if (gp_node_grow(n, size, seen_blocks))
+			return -ENOMEM;
+	}
+}
+
+struct gp_node *gp_pool_node(int nid)
+{
+	unsigned int i;
+
+	for (i = 0; i < gp_nr_nodes; i++)
+		if (gp_nodes[i]->nid == nid)
+			return gp_nodes[i];
+	return NULL;
+}
+
+/* An ALLOC refused with -ENOMEM: counted on nid's sub-pool (or the first). */
+void gp_pool_count_failure(int nid)
+{
+	struct gp_node *n = gp_pool_node(nid) ?: gp_nodes[0];
+
+	spin_lock(&n->stat_lock);
+	n->c.failed_allocs++;
+	spin_unlock(&n->stat_lock);
+}
+
+/*
+ * A chunk of `size` bytes with one reference (the caller's), counted against
+ * holder (which the chunk references; the caller has charged it).
+ * strict_node: only from nid.  Else nid first (when it has a sub-pool),
+ * then the others; every node first without waiting or growing, then with.
+ */
+int gp_pool_alloc(u64 size, int nid, bool strict_node,
+		  struct gp_holder *holder, struct gp_chunk **out)
+{
+	struct gp_node *first;
+	struct gp_chunk *c;
+	unsigned long seen;
+	unsigned int i;
+	u64 gen;
+	int ret;
+
+	if (!size)
+		return -EINVAL;
+	first = gp_pool_node(nid);
+	if (strict_node && !first)
+		return -ENODEV;
+	if (!first)
+		first = gp_nodes[0];
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	kref_init(&c->kref);
+	INIT_LIST_HEAD(&c->link);
+
+	if (strict_node) {
+		ret = gp_node_alloc(first, size, c);
+		goto out;
+	}
+	ret = gp_node_try_alloc(first, size, c, &gen, &seen);
+	for (i = 0; ret == -ENOMEM && i < gp_nr_nodes; i++)
+		if (gp_nodes[i] != first)
+			ret = gp_node_try_alloc(gp_nodes[i], size, c, &gen,
+						&seen);
+	if (ret == -ENOMEM)
+		ret = gp_node_alloc(first, size, c);
+	for (i = 0; ret == -ENOMEM && i < gp_nr_nodes; i++)
+		if (gp_nodes[i] != first)
+			ret = gp_node_alloc(gp_nodes[i], size, c);
+out:
+	if (ret) {
+		if (ret == -ENOMEM)
+			gp_pool_count_failure(first->nid);
+		kfree(c);
+		return ret;
+	}
+	gp_holder_get(holder);
+	c->holder = holder;
+	*out = c;
+	return 0;
+}
+
+/* Release, zeroing and quarantine ------------------------------------------- */
+
+/*
+ * The last reference to c is gone.  May run under mmap_lock (vma close):
+ * no sleeping, just hand it to the zeroing worker.
+ */
+void gp_pool_release_chunk(struct gp_chunk *c)
+{
+	struct gp_node *n = c->node;
+
+	atomic64_sub(c->size, &gp_live_bytes);
+	spin_lock(&n->stat_lock);
+	n->c.live_bytes -= c->size;
+	n->c.live_chunks--;
+	n->c.frees++;
+	n->c.zeroing_bytes += c->size;
+	n->c.zeroing_chunks++;
+	list_add_tail(&c->link, &n->dirty);
+	spin_unlock(&n->stat_lock);
+	queue_work_node(n->nid, gp_wq, &n->zero_work);
+}
+
+/* Does anyone but the pool hold a page of c (a GUP pin, a stray get_page)? */
+static bool gp_chunk_held_elsewhere(struct gp_chunk *c)
+{
+	unsigned long i, nr = gp_chunk_pages(c);
+
+	for (i = 0; i < nr; i++) {
+		if (page_ref_count(gp_chunk_page(c, i)) != 1)
+			return true;
+		if (!(i % GP_BLOCK_PAGES))
+			cond_resched();
+	}
+	return false;
+}
+
+static void gp_chunk_clear(struct gp_chunk *c)
+{
+	unsigned long i, nr = gp_chunk_pages(c);
+
+	for (i = 0; i < nr; i++) {
+		clear_highpage(gp_chunk_page(c, i));
+		if (!(i % 32))
+			cond_resched();
+	}
+}
+
+/* Zeroed: give c back to its node's bfc and free the struct. */
+static void gp_chunk_return(struct gp_chunk *c)
+{
+	struct gp_node *n = c->node;
+	int ret;
+
+	mutex_lock(&n->lock);
+	ret = bfc_free(n->bfc, c->bh);
+	WARN_ONCE(ret, "bfc_free(%u) of a live chunk failed: %d\n", c->bh, ret);
+	spin_lock(&n->stat_lock);
+	n->c.zeroing_bytes -= c->size;
+	n->c.zeroing_chunks--;
+	n->zero_gen++;
+	spin_unlock(&n->stat_lock);
+	mutex_unlock(&n->lock);
+	wake_up_all(&n->zero_wait);
+
+	gp_holder_put(c->holder);
+	kfree(c);
+}
+
+static void gp_quarantine(struct gp_node *n, struct gp_chunk *c)
+{
+	spin_lock(&n->stat_lock);
+	n->c.zeroing_bytes -= c->size;
+	n->c.zeroing_chunks--;
+	n->c.quarantined_bytes += c->size;
+	n->c.quarantined_chunks++;
+	list_add_tail(&c->link, &n->quarantine);
+	spin_unlock(&n->stat_lock);
+	if (!READ_ONCE(gp_dying))
+		mod_delayed_work_on(WORK_CPU_UNBOUND, gp_wq,
+				    &n->quarantine_work,
+				    GP_QUARANTINE_RECHECK);
+}
+
+static void gp_zero_fn(struct work_struct *work)
+{
+	struct gp_node *n = container_of(work, struct gp_node, zero_work);
+	struct gp_chunk *c;
+
+	for (;;) {
+		spin_lock(&n->stat_lock);
+		c = list_first_entry_or_null(&n->dirty, struct gp_chunk, link);
+		if (c)
+			list_del_init(&c->link);
+		spin_unlock(&n->stat_lock);
+		if (!c)
+			break;
+
+		if (gp_chunk_held_elsewhere(c)) {
+			gp_quarantine(n, c);
+			continue;
+		}
+		gp_chunk_clear(c);
+		gp_chunk_return(c);
+	}
+}
+
+static void gp_quarantine_fn(struct work_struct *work)
+{
+	struct gp_node *n = container_of(to_delayed_work(work), struct gp_node,
+					 quarantine_work);
+	struct gp_chunk *c, *tmp;
+	LIST_HEAD(check);
+	LIST_HEAD(clear);
+	bool again;
+
+	spin_lock(&n->stat_lock);
+	list_splice_init(&n->quarantine, &check);
+	spin_unlock(&n->stat_lock);
+
+	list_for_each_entry_safe(c, tmp, &check, link)
+		if (!gp_chunk_held_elsewhere(c))
+			list_move_tail(&c->link, &clear);
+
+	spin_lock(&n->stat_lock);
+	list_splice(&check, &n->quarantine);
+	list_for_each_entry(c, &clear, link) {
+		n->c.quarantined_bytes -= c->size;
+		n->c.quarantined_chunks--;
+		n->c.zeroing_bytes += c->size;
+		n->c.zeroing_chunks++;
+	}
+	again = !list_empty(&n->quarantine);
+	spin_unlock(&n->stat_lock);
+
+	list_for_each_entry_safe(c, tmp, &clear, link) {
+		list_del_init(&c->link);
+		gp_chunk_clear(c);
+		gp_chunk_return(c);
+	}
+	if (again && !READ_ONCE(gp_dying))
+		queue_delayed_work(gp_wq, &n->quarantine_work,
+				   GP_QUARANTINE_RECHECK);
+}
+
+/* Statistics ------------------------------------------------------------------- */
+
+void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s)
+{
+	struct bfc_stats st;
+	struct gp_counters c;
+
+	mutex_lock(&n->lock);
+	bfc_get_stats(n->bfc, &st);
+	spin_lock(&n->stat_lock);
+	c = n->c;
+	spin_unlock(&n->stat_lock);
+	mutex_unlock(&n->lock);
+
+	memset(s, 0, sizeof(*s));
+	s->total = st.reserved;
+	s->free = st.free_bytes;
+	s->in_use = c.live_bytes;
+	s->peak_in_use = c.peak_live_bytes;
+	s->zeroing = c.zeroing_bytes;
+	s->quarantined = c.quarantined_bytes;
+	s->largest_free = st.largest_free;
+	s->chunks_in_use = c.live_chunks;
+	s->chunks_free = st.chunks_free;
+	s->chunks_zeroing = c.zeroing_chunks;
+	s->chunks_quarantined = c.quarantined_chunks;
+	s->allocs = c.allocs;
+	s->frees = c.frees;
+	s->failed_allocs = c.failed_allocs;
+	s->growths = c.growths;
+	s->fragmentation_ppm = st.fragmentation_ppm;
+	s->node = n->nid;
+}
+
+/*
+ * The whole pool into *t: the figures of every node (into nodes[], which
+ * has gp_nr_nodes entries) added up; each node is a consistent snapshot.
+ */
+void gp_pool_stats(struct gpupool_pool_stats *t,
+		   struct gpupool_pool_stats *nodes)
+{
+	unsigned int i;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < gp_nr_nodes; i++) {
+		struct gpupool_pool_stats *s = &nodes[i];
+
+		gp_pool_node_stats(gp_nodes[i], s);
+		t->total += s->total;
+		t->free += s->free;
+		t->in_use += s->in_use;
+		t->zeroing += s->zeroing;
+		t->quarantined += s->quarantined;
+		t->largest_free = max(t->largest_free, s->largest_free);
+		t->chunks_in_use += s->chunks_in_use;
+		t->chunks_free += s->chunks_free;
+		t->chunks_zeroing += s->chunks_zeroing;
+		t->chunks_quarantined += s->chunks_quarantined;
+		t->allocs += s->allocs;
+		t->frees += s->frees;
+		t->failed_allocs += s->failed_allocs;
+		t->growths += s->growths;
+	}
+	t->peak_in_use = max_t(u64, atomic64_read(&gp_peak_live_bytes),
+			       t->in_use);
+	t->limit_denials = atomic64_read(&gp_limit_denials);
+	if (t->free)
+		t->fragmentation_ppm = 1000000 -
+			div64_u64(t->largest_free * 1000000, t->free);
+	t->node = ~0u;
+}
+
+void gp_pool_count_limit_denial(void)
+{
+	atomic64_inc(&gp_limit_denials);
+}
+
+u64 gp_pool_size(void)
+{
+	u64 total = 0;
+	unsigned int i;
+
+	for (i = 0; i < gp_nr_nodes; i++)
+		total += (u64)READ_ONCE(gp_nodes[i]->nr_blocks) << GP_BLOCK_SHIFT;
+	return total;
+}
+
+u64 gp_pool_max_size(void)
+{
+	return gp_max_size;
+}
+
+u64 gp_pool_reserve_ns(void)
+{
+	return gp_reserve_ns;
+}
+
+u64 gp_pool_node_mask(void)
+{
+	u64 mask = 0;
+	unsigned int i;
+
+	for (i = 0; i < gp_nr_nodes; i++)
+		mask |= 1ULL << gp_nodes[i]->nid;
+	return mask;
+}
+
+/* The per-bin table of /proc/gpupool: non-empty bins only, sizes in kB. */
+void gp_pool_show_bins(struct seq_file *m)
+{
+	struct bfc_bin_stats *bins;
+	unsigned int i, b;
+
+	bins = kmalloc_array(BFC_NR_BINS, sizeof(*bins), GFP_KERNEL);
+	if (!bins)
+		return;
+	for (i = 0; i < gp_nr_nodes; i++) {
+		struct gp_node *n = gp_nodes[i];
+
+		mutex_lock(&n->lock);
+		bfc_get_bin_stats(n->bfc, bins);
+		mutex_unlock(&n->lock);
+		for (b = 0; b < BFC_NR_BINS; b++) {
+			struct bfc_bin_stats *s = &bins[b];
+
+			if (!s->free_chunks && !s->in_use_chunks)
+				continue;
+			seq_printf(m, "Node%dBin%u: %llu %llu %llu %llu %llu\n",
+				   n->nid, b, s->free_chunks,
+				   s->free_bytes >> 10, s->in_use_chunks,
+				   s->in_use_bytes >> 10,
+				   s->requested_bytes >> 10);
+		}
+	}
+	kfree(bins);
+}
+
+/* Load and unload ------------------------------------------------------------ */
+
+static void gp_node_destroy(struct gp_node *n)
+{
+	struct gp_chunk *c, *tmp;
+	LIST_HEAD(left);
+
+	flush_work(&n->zero_work);
+	cancel_delayed_work_sync(&n->quarantine_work);
+
+	/* No file, mapping or chunk fd is left (they pin the module): what is
+	 * here is quarantined.  Our references go; pinned pages are freed by
+	 * whoever pins them when they unpin.
+	 */
+	spin_lock(&n->stat_lock);
+	list_splice_init(&n->dirty, &left);
+	list_splice_init(&n->quarantine, &left);
+	spin_unlock(&n->stat_lock);
+	list_for_each_entry_safe(c, tmp, &left, link) {
+		pr_warn("node %d: chunk of %llu kB still pinned at unload; its pages are freed when unpinned\n",
+			n->nid, c->size >> 10);
+		list_del(&c->link);
+		gp_holder_put(c->holder);
+		kfree(c);
+	}
+
+	gp_release_blocks(n, 0, n->nr_blocks);
+	kvfree(n->blocks);
+	if (n->bfc)
+		bfc_destroy(n->bfc);
+	mutex_destroy(&n->grow_lock);
+	mutex_destroy(&n->lock);
+	kfree(n);
+}
+
+static struct gp_node *gp_node_create(int nid, u64 size, u64 limit)
+{
+	struct bfc_params p;
+	struct gp_node *n;
+
+	n = kzalloc_node(sizeof(*n), GFP_KERNEL, nid);
+	if (!n)
+		return NULL;
+	n->nid = nid;
+	mutex_init(&n->lock);
+	mutex_init(&n->grow_lock);
+	spin_lock_init(&n->stat_lock);
+	INIT_LIST_HEAD(&n->dirty);
+	INIT_LIST_HEAD(&n->quarantine);
+	init_waitqueue_head(&n->zero_wait);
+	INIT_WORK(&n->zero_work, gp_zero_fn);
+	INIT_DELAYED_WORK(&n->quarantine_work, gp_quarantine_fn);
+
+	n->cap_blocks = max(size, limit) >> GP_BLOCK_SHIFT;
+	n->next_grow_blocks = max(1UL, (unsigned long)(size >> GP_BLOCK_SHIFT));
+	n->blocks = kvcalloc(max(1UL, n->cap_blocks), sizeof(*n->blocks),
+			     GFP_KERNEL);
+	if (!n->blocks)
+		goto out_free_node;
+
+	/* Exact-size chunks: page granularity, always split. */
+	bfc_params_default(&p, PAGE_SIZE);
+	p.split_ratio = 0;
+	p.split_threshold = PAGE_SIZE;
+	p.flags = BFC_MERGE_ADJACENT_REGIONS;
+	if (bfc_create(&n->bfc, &p))
+		goto out_free_blocks;
+	return n;
+
+out_free_blocks:
+	kvfree(n->blocks);
+out_free_node:
+	kfree(n);
+	return NULL;
+}
+
+/*
+ * Reserve every node's blocks, all nodes at once; one log line per node.
+ * With strict, anything short of the whole request undoes everything.
+ */
+static int gp_reserve_all(u64 per_node, bool strict)
+{
+	unsigned long want = per_node >> GP_BLOCK_SHIFT;
+	struct gp_reservation *r;
+	unsigned long *got;
+	ktime_t t0 = ktime_get();
+	bool partial = false;
+	unsigned int i;
+	int ret = 0;
+
+	r = kcalloc(gp_nr_nodes, sizeof(*r), GFP_KERNEL);
+	got = kcalloc(gp_nr_nodes, sizeof(*got), GFP_KERNEL);
+	if (!r || !got) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	for (i = 0; i < gp_nr_nodes; i++)
+		if (gp_reserve_start(&r[i], gp_nodes[i], 0, want))
+			ret = -ENOMEM;
+	for (i = 0; i < gp_nr_nodes; i++) {
+		got[i] = gp_reserve_finish(&r[i], &gp_nodes[i]->reserve_ns);
+		partial |= got[i] < want;
+	}
+	gp_reserve_ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
+	if (ret || (partial && strict))
+		goto out_release;
+
+	for (i = 0; i < gp_nr_nodes; i++) {
+		struct gp_node *n = gp_nodes[i];
+
+		if (got[i]) {
+			ret = gp_publish_blocks(n, got[i]);
+			if (ret)
+				goto out_release;
+		}
+		pr_info("node %d: reserved %lu MiB in %llu ms (%lu of %lu blocks; %lu made of smaller orders)\n",
+			n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
+			div_u64(n->reserve_ns, NSEC_PER_MSEC), got[i], want,
+			n->fallback_blocks);
+	}
+	if (partial)
+		pr_warn("reserved %llu MiB of the %llu MiB asked for: the kernel had no more to give (or only below the floor of 1/%d of each node's memory)\n",
+			gp_pool_size() >> 20, (per_node * gp_nr_nodes) >> 20,
+			GP_FLOOR_DIV);
+	goto out_free;
+
+out_release:
+	/* Published blocks are released by gp_node_destroy(). */
+	for (i = 0; i < gp_nr_nodes; i++) {
+		struct gp_node *n = gp_nodes[i];
+
+		if (!n->nr_blocks)
+			gp_release_blocks(n, 0, got[i]);
+		if (partial && strict && got[i] < want)
+			pr_err("node %d: only %lu of %lu MiB could be reserved; strict=1: not loading\n",
+			       n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
+			       want << (GP_BLOCK_SHIFT - 20));
+	}
+	if (!ret)
+		ret = -ENOMEM;
+out_free:
+	kfree(got);
+	kfree(r);
+	return ret;
+}
+
+int gp_pool_init(const int *nids, unsigned int nr, u64 pool_size,
+		 u64 max_size, bool strict)
+{
+	u64 per_node, limit = 0;
+	unsigned int i;
+	int ret;
+
+	per_node = round_up(DIV_ROUND_UP_ULL(pool_size, nr), GP_BLOCK_SIZE);
+	if (max_size)
+		limit = round_up(DIV_ROUND_UP_ULL(max_size, nr), GP_BLOCK_SIZE);
+	gp_max_size = max_size;
+	gp_dying = false;
+
+	gp_wq = alloc_workqueue("gpupool", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!gp_wq)
+		return -ENOMEM;
+
+	gp_nodes = kcalloc(nr, sizeof(*gp_nodes), GFP_KERNEL);
+	if (!gp_nodes) {
+		ret = -ENOMEM;
+		goto out_destroy_wq;
+	}
+	for (gp_nr_nodes = 0; gp_nr_nodes < nr; gp_nr_nodes++) {
+		gp_nodes[gp_nr_nodes] = gp_node_create(nids[gp_nr_nodes],
+						       per_node, limit);
+		if (!gp_nodes[gp_nr_nodes]) {
+			ret = -ENOMEM;
+			goto out_destroy_nodes;
+		}
+	}
+
+	ret = gp_reserve_all(per_node, strict);
+	if (ret)
+		goto out_destroy_nodes;
+	return 0;
+
+out_destroy_nodes:
+	for (i = 0; i < gp_nr_nodes; i++)
+		gp_node_destroy(gp_nodes[i]);
+	kfree(gp_nodes);
+	gp_nodes = NULL;
+	gp_nr_nodes = 0;
+out_destroy_wq:
+	destroy_workqueue(gp_wq);
+	return ret;
+}
+
+void gp_pool_exit(void)
+{
+	unsigned int i;
+
+	WRITE_ONCE(gp_dying, true);
+	for (i = 0; i < gp_nr_nodes; i++)
+		gp_node_destroy(gp_nodes[i]);
+	destroy_workqueue(gp_wq);
+	kfree(gp_nodes);
+	gp_nodes = NULL;
+	gp_nr_nodes = 0;
+}

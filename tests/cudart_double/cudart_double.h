@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cudart_double.h - the test double of the CUDA runtime: the entry points
+ * libgpupool calls, backed by host memory, recording every call, with
+ * failure injection and events that stay incomplete until the test says so.
+ *
+ * Tests reach these functions with dlsym() on the same library that
+ * libgpupool loaded through GPUPOOL_CUDART (dlopen of the same path returns
+ * the same object); see tests/lib/helpers.h.
+ */
+#ifndef CUDART_DOUBLE_H
+#define CUDART_DOUBLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum cdd_fn {
+	CDD_GET_DEVICE_COUNT, CDD_SET_DEVICE, CDD_GET_DEVICE, CDD_HOST_REGISTER,
+	CDD_HOST_UNREGISTER, CDD_MALLOC, CDD_FREE, CDD_EVENT_CREATE,
+	CDD_EVENT_RECORD, CDD_EVENT_QUERY, CDD_EVENT_SYNC, CDD_EVENT_DESTROY,
+	CDD_STREAM_CREATE, CDD_STREAM_DESTROY, CDD_STREAM_SYNC, CDD_MEM_GET_INFO,
+	CDD_PCI_BUS_ID, CDD_MEMCPY, CDD_NR_FNS
+};
+
+struct cdd_counts {
+	uint64_t calls[CDD_NR_FNS];	/* every call, failed or not */
+	uint64_t registered;		/* host ranges registered now */
+	uint64_t registered_bytes;
+	uint64_t dev_live;		/* cudaMalloc blocks live now */
+	uint64_t dev_live_bytes;
+	uint64_t events_live;		/* created, not destroyed */
+	uint64_t events_pending;	/* recorded, not complete */
+	uint64_t streams_live;
+	uint64_t violations;		/* misuse seen (see cdd_last_violation) */
+	uint64_t malloc_refused;	/* cudaMalloc failures injected */
+};
+
+/* Back to the defaults: 1 device, 1 GiB, nothing injected.  Live
+ * registrations, blocks and events are forgotten (not freed).
+ */
+void cdd_reset(void);
+void cdd_set_device_count(int n);		/* 0: cudaErrorNoDevice */
+void cdd_set_mem_total(size_t bytes);		/* per device; cudaMalloc beyond fails */
+void cdd_fail_malloc_above(size_t bytes);	/* refuse larger requests; 0 = off */
+void cdd_fail_register(int n);			/* next n registrations fail; -1 all */
+void cdd_hold_events(int on);			/* recorded events stay pending */
+void cdd_complete_events(void);			/* complete every pending event */
+void cdd_set_pci_bus_id(const char *id);
+void cdd_get_counts(struct cdd_counts *c);
+/* Is a registration starting at p live?  Its size (0 if none). */
+size_t cdd_registered_size(const void *p);
+/* Check every live registration is still mapped (a violation otherwise);
+ * returns the number of violations so far.
+ */
+uint64_t cdd_check(void);
+const char *cdd_last_violation(void);
+/* The stream an event was last recorded on (for tests). */
+
+#endif /* CUDART_DOUBLE_H */

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * helpers.h - what the library tests share.
+ *
+ * The runtime: by default the tests load the CUDA runtime test double
+ * (CDD_PATH, built in tests/cudart_double) and point libgpupool at it with
+ * GPUPOOL_CUDART.  With GPUPOOL_TEST_CUDART=real they use the real runtime
+ * ($GPUPOOL_CUDART or libcudart.so.13) instead: tests that need the double's
+ * failure injection or event control skip, the rest run unchanged, and
+ * device tests skip when it sees no device.
+ *
+ * The backend: GPUPOOL_BACKEND picks it as for any program; a test that
+ * cannot open its context because /dev/gpupool is absent while
+ * GPUPOOL_BACKEND=kernel skips, saying so.
+ */
+#ifndef GPUPOOL_TESTS_LIB_HELPERS_H
+#define GPUPOOL_TESTS_LIB_HELPERS_H
+
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gpupool.h>
+
+#include "cudart_double.h"
+#include "kselftest_harness.h"
+
+typedef int rt_err_t;	/* cudaError_t: 0 = success */
+
+struct rt {
+	void *dl;
+	int is_double;
+	int devices;
+	rt_err_t (*StreamCreate)(gp_stream_t *);
+	rt_err_t (*StreamDestroy)(gp_stream_t);
+	rt_err_t (*StreamSynchronize)(gp_stream_t);
+	/* The double's controls (NULL on the real runtime). */
+	void (*reset)(void);
+	void (*set_device_count)(int);
+	void (*set_mem_total)(size_t);
+	void (*fail_malloc_above)(size_t);
+	void (*fail_register)(int);
+	void (*hold_events)(int);
+	void (*complete_events)(void);
+	void (*set_pci_bus_id)(const char *);
+	void (*get_counts)(struct cdd_counts *);
+	size_t (*registered_size)(const void *);
+	uint64_t (*check)(void);
+	const char *(*last_violation)(void);
+};
+
+static inline int rt_want_real(void)
+{
+	const char *v = getenv("GPUPOOL_TEST_CUDART");
+
+	return v && !strcmp(v, "real");
+}
+
+/* Load the runtime of this run and point libgpupool at it.  0 on success;
+ * -1 when there is no runtime with a device (real mode), after pointing
+ * libgpupool at nothing so that CUDA is off.
+ */
+static inline int rt_load(struct rt *rt)
+{
+	const char *path = CDD_PATH;
+	int (*count)(int *);
+
+	memset(rt, 0, sizeof(*rt));
+	if (rt_want_real()) {
+		path = getenv("GPUPOOL_CUDART");
+		if (!path || !*path)
+			path = "libcudart.so.13";
+	}
+	rt->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!rt->dl)
+		goto off;
+	setenv("GPUPOOL_CUDART", path, 1);
+#define RT_SYM(f, n) (*(void **)&rt->f = dlsym(rt->dl, n))
+	RT_SYM(StreamCreate, "cudaStreamCreate");
+	RT_SYM(StreamDestroy, "cudaStreamDestroy");
+	RT_SYM(StreamSynchronize, "cudaStreamSynchronize");
+	rt->is_double = RT_SYM(reset, "cdd_reset") != NULL;
+	if (rt->is_double) {
+		RT_SYM(set_device_count, "cdd_set_device_count");
+		RT_SYM(set_mem_total, "cdd_set_mem_total");
+		RT_SYM(fail_malloc_above, "cdd_fail_malloc_above");
+		RT_SYM(fail_register, "cdd_fail_register");
+		RT_SYM(hold_events, "cdd_hold_events");
+		RT_SYM(complete_events, "cdd_complete_events");
+		RT_SYM(set_pci_bus_id, "cdd_set_pci_bus_id");
+		RT_SYM(get_counts, "cdd_get_counts");
+		RT_SYM(registered_size, "cdd_registered_size");
+		RT_SYM(check, "cdd_check");
+		RT_SYM(last_violation, "cdd_last_violation");
+		rt->reset();
+	}
+#undef RT_SYM
+	*(void **)&count = dlsym(rt->dl, "cudaGetDeviceCount");
+	if (count && count(&rt->devices) == 0 && rt->devices > 0)
+		return 0;
+off:
+	setenv("GPUPOOL_CUDART", "/nonexistent/libcudart.so", 1);
+	rt->devices = 0;
+	return -1;
+}
+
+/* No violation seen by the double (always true on the real runtime). */
+static inline int rt_clean(struct rt *rt)
+{
+	return !rt->is_double || rt->check() == 0;
+}
+
+static inline struct cdd_counts rt_counts(struct rt *rt)
+{
+	struct cdd_counts c;
+
+	memset(&c, 0, sizeof(c));
+	if (rt->is_double)
+		rt->get_counts(&c);
+	return c;
+}
+
+/* For tests that drive CUDA: skip without a device. */
+#define RT_SETUP(rt) do {						\
+	if (rt_load(rt))						\
+		SKIP(return, "no CUDA runtime with a device");		\
+} while (0)
+
+#define NEED_DOUBLE(rt) do {						\
+	if (!(rt)->is_double)						\
+		SKIP(return, "needs the CUDA runtime test double");	\
+} while (0)
+
+static inline int backend_forced_kernel(void)
+{
+	const char *b = getenv("GPUPOOL_BACKEND");
+
+	return b && !strcmp(b, "kernel");
+}
+
+/* Open a context; skip when the forced kernel backend is absent. */
+#define OPEN(opts, ctxp) do {						\
+	int __r = gp_open((opts), (ctxp));				\
+	if (__r == -ENODEV && backend_forced_kernel() &&		\
+	    access("/dev/gpupool", F_OK))				\
+		SKIP(return, "GPUPOOL_BACKEND=kernel: %s",		\
+		     gp_last_error(NULL));				\
+	ASSERT_EQ(0, __r) TH_LOG("gp_open: %s", gp_last_error(NULL));	\
+} while (0)
+
+static inline int on_user_backend(struct gp_ctx *ctx)
+{
+	struct gp_info i;
+
+	return gp_info(ctx, &i) == 0 && i.backend == GP_BACKEND_USER;
+}
+
+static inline void fill(void *p, size_t n, unsigned int seed)
+{
+	unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		c[i] = (unsigned char)(seed + i * 31);
+}
+
+static inline int check_fill(const void *p, size_t n, unsigned int seed)
+{
+	const unsigned char *c = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (c[i] != (unsigned char)(seed + i * 31))
+			return 0;
+	return 1;
+}
+
+#endif /* GPUPOOL_TESTS_LIB_HELPERS_H */

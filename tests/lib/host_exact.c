@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+/*
+ * host_exact: no power-of-two rounding.  A 129.5 MB request holds about
+ * 129.5 MB (rounded to at most 2 MiB), not 256 MB; odd sizes likewise.
+ */
+#include "helpers.h"
+
+static void check_holds(struct __test_metadata *_metadata, size_t size)
+{
+	struct gp_host_stats st;
+	struct gp_ctx *ctx;
+	void *p;
+
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, gp_host_alloc(ctx, size, 0, &p)) TH_LOG("%s", gp_last_error(ctx));
+	memset(p, 0xab, size);
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	TH_LOG("%zu bytes asked: %llu reserved, %llu in use", size,
+	       (unsigned long long)st.reserved, (unsigned long long)st.in_use);
+	ASSERT_GE(st.reserved, size);
+	ASSERT_LE(st.reserved, size + (2u << 20));
+	ASSERT_LE(st.in_use, size + (2u << 20));
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	gp_close(ctx);
+}
+
+TEST(mb_129_5)
+{
+	struct rt rt;
+
+	rt_load(&rt);
+	check_holds(_metadata, 129500000);
+}
+
+TEST(odd_sizes)
+{
+	check_holds(_metadata, (40u << 20) + 1);
+	check_holds(_metadata, 300000001);
+}
+
+TEST(shared_exact)
+{
+	struct gp_host_stats st;
+	struct gp_ctx *ctx;
+	void *p;
+
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, gp_host_alloc(ctx, 129500000, GP_HOST_SHARED, &p));
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	ASSERT_LE(st.reserved, 129500000 + (2u << 20));
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	ASSERT_EQ(0, st.reserved);	/* shared buffers are never cached */
+	gp_close(ctx);
+}
+
+TEST_HARNESS_MAIN

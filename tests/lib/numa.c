@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+/*
+ * numa: placement.  numa_node = N puts host pages on node N (checked with
+ * get_mempolicy on the user backend); GP_NUMA_NEAR_GPU resolves the GPU's
+ * PCI device (cudaDeviceGetPCIBusId -> /sys/bus/pci/devices/<id>/numa_node).
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <linux/mempolicy.h>
+#include <sys/syscall.h>
+
+#include "helpers.h"
+
+static int page_node(void *p)
+{
+	int node = -1;
+
+	if (syscall(SYS_get_mempolicy, &node, NULL, 0, p, MPOL_F_NODE | MPOL_F_ADDR))
+		return -2;
+	return node;
+}
+
+TEST(node_zero)
+{
+	struct gp_options o;
+	struct gp_info info;
+	struct gp_ctx *ctx;
+	char *p;
+
+	gp_options_init(&o);
+	o.numa_node = 0;
+	o.flags = GP_OPEN_NUMA_STRICT;
+	OPEN(&o, &ctx);
+	ASSERT_EQ(0, gp_info(ctx, &info));
+	ASSERT_EQ(0, info.numa_node);
+	ASSERT_EQ(0, gp_host_alloc(ctx, 8 << 20, 0, (void **)&p)) TH_LOG("%s", gp_last_error(ctx));
+	p[0] = 1;
+	p[(8 << 20) - 1] = 1;
+	ASSERT_EQ(0, page_node(p));
+	ASSERT_EQ(0, page_node(p + (8 << 20) - 1));
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	gp_close(ctx);
+}
+
+/* The first PCI device of this machine and its node from sysfs. */
+static int first_pci(char *id, size_t len)
+{
+	DIR *d = opendir("/sys/bus/pci/devices");
+	struct dirent *e;
+	char path[400];
+	FILE *f;
+	int node = -1;
+
+	if (!d)
+		return -2;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			break;
+	if (!e) {
+		closedir(d);
+		return -2;
+	}
+	snprintf(id, len, "%s", e->d_name);
+	closedir(d);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/numa_node", id);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%d", &node) != 1)
+		node = -1;
+	if (f)
+		fclose(f);
+	return node < 0 ? -1 : node;
+}
+
+TEST(near_gpu)
+{
+	struct gp_options o;
+	struct gp_info info;
+	struct gp_ctx *ctx;
+	struct rt rt;
+	char id[256], upper[256];
+	int node;
+	size_t i;
+	void *p;
+
+	RT_SETUP(&rt);
+	NEED_DOUBLE(&rt);
+	node = first_pci(id, sizeof(id));
+	if (node == -2)
+		SKIP(return, "no PCI devices in sysfs");
+	for (i = 0; i <= strlen(id); i++)	/* the runtime says upper case */
+		upper[i] = (char)toupper((unsigned char)id[i]);
+	rt.set_pci_bus_id(upper);
+	gp_options_init(&o);
+	o.numa_node = GP_NUMA_NEAR_GPU;
+	o.numa_device = 0;
+	OPEN(&o, &ctx);
+	ASSERT_EQ(0, gp_info(ctx, &info));
+	TH_LOG("GPU at %s: node %d (sysfs says %d)", upper, info.numa_node, node);
+	ASSERT_EQ(node, info.numa_node);
+	ASSERT_EQ(1, rt_counts(&rt).calls[CDD_PCI_BUS_ID]);
+	ASSERT_EQ(0, gp_host_alloc(ctx, 1 << 20, 0, &p));
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	gp_close(ctx);
+}
+
+TEST_HARNESS_MAIN

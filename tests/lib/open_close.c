@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+/*
+ * open_close: gp_open with defaults and options, gp_info, option checking,
+ * the environment (GPUPOOL_BACKEND), the last-error string.
+ */
+#include "helpers.h"
+
+TEST(defaults)
+{
+	struct gp_ctx *ctx;
+	struct gp_info info;
+	struct rt rt;
+
+	rt_load(&rt);
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, gp_info(ctx, &info));
+	ASSERT_TRUE(info.backend == GP_BACKEND_USER || info.backend == GP_BACKEND_KERNEL);
+	ASSERT_EQ(GP_VERSION_MAJOR, info.lib_major);
+	ASSERT_EQ(1, info.abi_major);
+	ASSERT_NE(0, info.host_granularity);
+	ASSERT_NE(0, strlen(info.backend_name));
+	if (info.backend == GP_BACKEND_KERNEL)
+		ASSERT_NE(0, info.kmod_abi_major);
+	if (rt.devices)
+		ASSERT_EQ(GP_CUDA_REGISTERED, info.cuda_state);
+	TH_LOG("backend %s, cuda %d (%s), why: %s", info.backend_name,
+	       info.cuda_state, info.cudart, info.why);
+	ASSERT_STREQ("", gp_last_error(ctx));
+	gp_close(ctx);
+}
+
+TEST(no_cuda_flag)
+{
+	struct gp_options o;
+	struct gp_ctx *ctx;
+	struct gp_info info;
+	struct rt rt;
+
+	rt_load(&rt);
+	gp_options_init(&o);
+	o.flags = GP_OPEN_NO_CUDA;
+	OPEN(&o, &ctx);
+	ASSERT_EQ(0, gp_info(ctx, &info));
+	ASSERT_EQ(GP_CUDA_OFF, info.cuda_state);
+	ASSERT_EQ(0, info.device_count);
+	ASSERT_NE(NULL, strstr(info.why, "GP_OPEN_NO_CUDA"));
+	gp_close(ctx);
+}
+
+TEST(bad_options)
+{
+	struct gp_options o;
+	struct gp_ctx *ctx = NULL;
+
+	gp_options_init(&o);
+	o.flags = 1u << 30;
+	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
+	ASSERT_NE(NULL, strstr(gp_last_error(NULL), "unknown flags"));
+	gp_options_init(&o);
+	o.backend = 7;
+	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
+	gp_options_init(&o);
+	o.dev_limit_fraction = 1.5;
+	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
+	gp_options_init(&o);
+	o.reserved[3] = 1;
+	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
+	ASSERT_EQ(NULL, ctx);
+	ASSERT_EQ(-EINVAL, gp_open(NULL, NULL));
+}
+
+TEST(env_backend)
+{
+	struct gp_ctx *ctx;
+	struct gp_info info;
+
+	setenv("GPUPOOL_BACKEND", "bogus", 1);
+	ASSERT_EQ(-EINVAL, gp_open(NULL, &ctx));
+	ASSERT_NE(NULL, strstr(gp_last_error(NULL), "GPUPOOL_BACKEND"));
+	setenv("GPUPOOL_BACKEND", "user", 1);
+	ASSERT_EQ(0, gp_open(NULL, &ctx));
+	ASSERT_EQ(0, gp_info(ctx, &info));
+	ASSERT_EQ(GP_BACKEND_USER, info.backend);
+	ASSERT_STREQ("user", info.backend_name);
+	gp_close(ctx);
+}
+
+TEST(kernel_absent)
+{
+	struct gp_ctx *ctx;
+
+	if (access("/dev/gpupool", F_OK) == 0)
+		SKIP(return, "/dev/gpupool exists");
+	setenv("GPUPOOL_BACKEND", "kernel", 1);
+	ASSERT_EQ(-ENODEV, gp_open(NULL, &ctx));
+	ASSERT_NE(NULL, strstr(gp_last_error(NULL), "modprobe gpupool"));
+	TH_LOG("%s", gp_last_error(NULL));
+	unsetenv("GPUPOOL_BACKEND");
+	/* AUTO falls back to the user backend and says why. */
+	ASSERT_EQ(0, gp_open(NULL, &ctx));
+	{
+		struct gp_info info;
+
+		ASSERT_EQ(0, gp_info(ctx, &info));
+		ASSERT_EQ(GP_BACKEND_USER, info.backend);
+		ASSERT_NE(NULL, strstr(info.why, "/dev/gpupool"));
+	}
+	gp_close(ctx);
+}
+
+TEST(debug_log)
+{
+	struct gp_ctx *ctx;
+	char buf[4096] = "";
+	int pfd[2], saved;
+	ssize_t n;
+
+	setenv("GPUPOOL_DEBUG", "1", 1);
+	ASSERT_EQ(0, pipe(pfd));
+	saved = dup(2);
+	dup2(pfd[1], 2);
+	OPEN(NULL, &ctx);
+	gp_close(ctx);
+	dup2(saved, 2);
+	close(pfd[1]);
+	n = read(pfd[0], buf, sizeof(buf) - 1);
+	ASSERT_GT(n, 0);
+	buf[n] = 0;
+	ASSERT_NE(NULL, strstr(buf, "gpupool: backend "));
+	close(pfd[0]);
+	close(saved);
+}
+
+TEST(last_error_per_ctx)
+{
+	struct gp_ctx *ctx;
+	void *p;
+
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(-EINVAL, gp_host_alloc(ctx, 0, 0, &p));
+	ASSERT_NE(NULL, strstr(gp_last_error(ctx), "size 0"));
+	ASSERT_EQ(-EINVAL, gp_host_free(ctx, (void *)0x1000));
+	ASSERT_NE(NULL, strstr(gp_last_error(ctx), "not a buffer"));
+	ASSERT_STREQ("Invalid argument", gp_strerror(-EINVAL));
+	gp_close(ctx);
+}
+
+TEST_HARNESS_MAIN

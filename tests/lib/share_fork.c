@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+/*
+ * share_fork: a GP_HOST_SHARED buffer exported as a descriptor is imported
+ * by a child after fork() (with a context of its own) and both see the same
+ * bytes, both ways.  Only shared buffers can be exported.
+ */
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+#define SIZE ((3u << 20) + 12345)
+
+TEST(fork_import)
+{
+	struct gp_host_stats st;
+	struct gp_ctx *ctx;
+	size_t size = 0;
+	void *p, *q;
+	int fd, status;
+	pid_t pid;
+
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, gp_host_alloc(ctx, SIZE, GP_HOST_SHARED, &p));
+	fill(p, SIZE, 7);
+	ASSERT_EQ(0, gp_host_export(ctx, p, &fd));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct gp_ctx *c2;
+		int ok;
+
+		if (gp_open(NULL, &c2))
+			_exit(10);
+		if (gp_host_import(c2, fd, &q, &size) || size < SIZE)
+			_exit(11);
+		ok = check_fill(q, SIZE, 7);
+		fill(q, SIZE, 99);
+		gp_host_free(c2, q);
+		gp_close(c2);
+		_exit(ok ? 0 : 12);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_TRUE(check_fill(p, SIZE, 99));
+	/* Import in this process too: another mapping of the same bytes. */
+	ASSERT_EQ(0, gp_host_import(ctx, fd, &q, &size));
+	ASSERT_NE(p, q);
+	ASSERT_TRUE(check_fill(q, SIZE, 99));
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	ASSERT_EQ(1, st.exports);
+	ASSERT_EQ(1, st.imports);
+	ASSERT_EQ(0, gp_host_free(ctx, q));
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	close(fd);
+	gp_close(ctx);
+}
+
+TEST(export_needs_shared)
+{
+	struct gp_ctx *ctx;
+	void *p;
+	int fd;
+
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, gp_host_alloc(ctx, 5 << 20, 0, &p));
+	ASSERT_EQ(-EINVAL, gp_host_export(ctx, p, &fd));
+	ASSERT_NE(NULL, strstr(gp_last_error(ctx), "GP_HOST_SHARED"));
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	ASSERT_EQ(-EINVAL, gp_host_import(ctx, 0, &p, NULL));	/* stdin */
+	gp_close(ctx);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * bfc_edges.c - allocation edge cases: parameters, size 0 and 1, exact
+ * fits, TensorFlow's split rule at its boundaries, the open-ended last bin,
+ * sizes near UINT64_MAX, max_split_size.
+ */
+#include "bfc_test.h"
+
+TEST(params)
+{
+	struct bfc_params p;
+	struct bfc *b = (struct bfc *)1;
+
+	bfc_params_default(&p, 256);
+	EXPECT_EQ(256, p.granularity);
+	EXPECT_EQ(2, p.split_ratio);
+	EXPECT_EQ(128 * MiB, p.split_threshold);
+	EXPECT_EQ(0, p.max_split_size);
+	EXPECT_EQ(0, p.flags);
+
+	p.granularity = 0;
+	EXPECT_EQ(-EINVAL, bfc_create(&b, &p));
+	EXPECT_EQ(NULL, b);
+	p.granularity = 384;
+	EXPECT_EQ(-EINVAL, bfc_create(&b, &p));
+	p.granularity = 256;
+	p.flags = 0x80;
+	EXPECT_EQ(-EINVAL, bfc_create(&b, &p));
+	EXPECT_EQ(-EINVAL, bfc_create(&b, NULL));
+	EXPECT_EQ(-EINVAL, bfc_create(NULL, &p));
+	p.flags = BFC_MERGE_ADJACENT_REGIONS;
+	p.granularity = 1;
+	ASSERT_EQ(0, bfc_create(&b, &p));
+	CHECK(b);
+	bfc_destroy(b);
+	bfc_destroy(NULL);
+}
+
+/* Size 0 is a caller error: -EINVAL, not counted as a failed allocation. */
+TEST(size_zero_and_one)
+{
+	struct bfc *b = bt_create_tf(256);
+	struct bfc_chunk_info i;
+	bfc_handle_t h = 77;
+	uint64_t a = 77;
+
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(-EINVAL, ALLOC(b, 0, &h, &a));
+	EXPECT_EQ(77, h);
+	EXPECT_EQ(0, bt_stats(b).failed_allocs);
+	/* No region yet. */
+	ASSERT_EQ(-ENOMEM, ALLOC(b, 1, &h, &a));
+	EXPECT_EQ(1, bt_stats(b).failed_allocs);
+	ASSERT_EQ(0, ADD(b, 1 * MiB, 1 * MiB, NULL));
+	ASSERT_EQ(-EINVAL, ALLOC(b, 0, NULL, NULL));
+	ASSERT_EQ(0, ALLOC(b, 1, &h, &a));
+	EXPECT_EQ(1 * MiB, a);
+	i = bt_info(b, h);
+	EXPECT_EQ(256, i.size);
+	EXPECT_EQ(1, i.requested);
+	EXPECT_EQ(1, i.alloc_id);
+	EXPECT_TRUE(i.in_use);
+	EXPECT_EQ(256, bt_stats(b).in_use);
+	EXPECT_EQ(1, bt_stats(b).requested);
+	/* Either out-pointer may be NULL. */
+	ASSERT_EQ(0, ALLOC(b, 1, NULL, NULL));
+	ASSERT_EQ(0, ALLOC(b, 1, &h, NULL));
+	EXPECT_EQ(1 * MiB + 512, bt_info(b, h).addr);
+	bfc_destroy(b);
+}
+
+TEST(exact_fit_uses_whole_region)
+{
+	struct bfc *b = bt_create_tf(256);
+	bfc_handle_t h;
+
+	ASSERT_EQ(0, ADD(b, 64 * KiB, 4 * KiB, NULL));
+	EXPECT_EQ(64 * KiB, ALLOC_OK(b, 4 * KiB - 255, &h));
+	EXPECT_EQ(4 * KiB, bt_info(b, h).size);
+	EXPECT_EQ(0, bt_stats(b).chunks_free);
+	EXPECT_EQ(-ENOMEM, ALLOC(b, 1, NULL, NULL));
+	EXPECT_EQ(1, bt_stats(b).failed_allocs);
+	EXPECT_EQ(0, FREE(b, h));
+	EXPECT_EQ(4 * KiB, bt_stats(b).largest_free);
+	bfc_destroy(b);
+}
+
+/* TF splits when chunk >= 2 * request, and keeps the front part. */
+TEST(split_at_twice_not_below)
+{
+	struct bfc *b = bt_create_tf(256);
+	bfc_handle_t h, h2;
+
+	ASSERT_EQ(0, ADD(b, 0x10000, 1024, NULL));
+	EXPECT_EQ(0x10000, ALLOC_OK(b, 512, &h));	/* 1024 = 2 * 512 */
+	EXPECT_EQ(512, bt_info(b, h).size);
+	EXPECT_EQ(1, bt_stats(b).chunks_free);
+	/* The 512-byte rest, asked for 257 (R = 512): exact, no split. */
+	EXPECT_EQ(0x10200, ALLOC_OK(b, 257, &h2));
+	EXPECT_EQ(512, bt_info(b, h2).size);
+	EXPECT_EQ(0, FREE(b, h));
+	EXPECT_EQ(0, FREE(b, h2));
+	EXPECT_EQ(1, bt_stats(b).chunks_free);
+
+	/* 1024 < 2 * 768: the request gets the whole chunk. */
+	EXPECT_EQ(0x10000, ALLOC_OK(b, 513, &h));
+	EXPECT_EQ(1024, bt_info(b, h).size);
+	EXPECT_EQ(513, bt_info(b, h).requested);
+	EXPECT_EQ(1024, bt_stats(b).in_use);
+	EXPECT_EQ(513, bt_stats(b).requested);
+	EXPECT_EQ(0, FREE(b, h));
+	/* Just under twice, larger: 7936 for 4096. */
+	ASSERT_EQ(0, ADD(b, 0x100000, 8192 - 256, NULL));
+	EXPECT_EQ(0x100000, ALLOC_OK(b, 4096, &h));
+	EXPECT_EQ(8192 - 256, bt_info(b, h).size);
+	bfc_destroy(b);
+}
+
+/* The other half of TF's rule: leftover >= split_threshold. */
+TEST(split_threshold)
+{
+	struct bfc *b = bt_create_tf(256);
+	bfc_handle_t h;
+
+	ASSERT_EQ(0, ADD(b, 1 * GiB, 400 * MiB, NULL));
+	/* 400 MiB < 2 * 200.x MiB, but 200 MiB - 256 left >= 128 MiB. */
+	EXPECT_EQ(1 * GiB, ALLOC_OK(b, 200 * MiB + 1, &h));
+	EXPECT_EQ(200 * MiB + 256, bt_info(b, h).size);
+	EXPECT_EQ(0, FREE(b, h));
+	/* Leftover one granule short of 128 MiB: no split. */
+	ASSERT_EQ(0, ADD(b, 2 * GiB, 200 * MiB + 128 * MiB - 256, NULL));
+	EXPECT_EQ(2 * GiB, ALLOC_OK(b, 200 * MiB, &h));
+	EXPECT_EQ(328 * MiB - 256, bt_info(b, h).size);
+	bfc_destroy(b);
+}
+
+TEST(always_split_and_ratio_off)
+{
+	struct bfc *b = bt_create(256, 0, 256, 0, 0);	/* exact sizes */
+	bfc_handle_t h;
+
+	ASSERT_EQ(0, ADD(b, 0, 1 * MiB, NULL));
+	EXPECT_EQ(0, ALLOC_OK(b, 300, &h));
+	EXPECT_EQ(512, bt_info(b, h).size);
+	EXPECT_EQ(512, ALLOC_OK(b, 1 * MiB - 768, &h));
+	EXPECT_EQ(1 * MiB - 768, bt_info(b, h).size);
+	bfc_destroy(b);
+
+	b = bt_create(256, 0, 128 * MiB, 0, 0);	/* ratio test disabled */
+	ASSERT_EQ(0, ADD(b, 0, 1 * MiB, NULL));
+	EXPECT_EQ(0, ALLOC_OK(b, 256, &h));
+	EXPECT_EQ(1 * MiB, bt_info(b, h).size);
+	bfc_destroy(b);
+
+	/* split_ratio * request overflows: no split by ratio. */
+	b = bt_create(256, UINT32_MAX, UINT64_MAX, 0, 0);
+	ASSERT_EQ(0, ADD(b, 1ull << 41, 1ull << 41, NULL));
+	EXPECT_EQ(1ull << 41, ALLOC_OK(b, 1ull << 40, &h));
+	EXPECT_EQ(1ull << 41, bt_info(b, h).size);
+	bfc_destroy(b);
+}
+
+TEST(bins_last_is_open_ended)
+{
+	struct bfc *b = bt_create_tf(256);
+	bfc_handle_t h;
+
+	EXPECT_EQ(0, bfc_bin_of(b, 0));
+	EXPECT_EQ(0, bfc_bin_of(b, 256));
+	EXPECT_EQ(0, bfc_bin_of(b, 511));
+	EXPECT_EQ(1, bfc_bin_of(b, 512));
+	EXPECT_EQ(30, bfc_bin_of(b, (256ull << 31) - 1));
+	EXPECT_EQ(31, bfc_bin_of(b, 256ull << 31));
+	EXPECT_EQ(31, bfc_bin_of(b, 1ull << 50));
+	EXPECT_EQ(31, bfc_bin_of(b, UINT64_MAX));
+	/* Chunks far beyond the last bin's bound work like any other. */
+	ASSERT_EQ(0, ADD(b, 1ull << 52, 1ull << 51, NULL));
+	EXPECT_EQ(1ull << 52, ALLOC_OK(b, 1ull << 49, &h));
+	EXPECT_EQ(31, bt_info(b, h).bin);
+	EXPECT_EQ((1ull << 52) + (1ull << 49), ALLOC_OK(b, 1ull << 49, &h));
+	EXPECT_EQ((1ull << 51) - (2ull << 49), bt_stats(b).largest_free);
+	bfc_destroy(b);
+}
+
+TEST(sizes_near_uint64_max)
+{
+	struct bfc *b = bt_create_tf(256);
+	/* A region may end at 2^64 - 256 at most (base + size must fit). */
+	const uint64_t top = UINT64_MAX - 255;
+	bfc_handle_t h;
+
+	ASSERT_EQ(-EINVAL, ADD(b, top, 256, NULL));
+	ASSERT_EQ(0, ADD(b, top - 2 * MiB, 2 * MiB, NULL));
+	EXPECT_EQ(-ENOMEM, ALLOC(b, UINT64_MAX, NULL, NULL));	/* rounding overflows */
+	EXPECT_EQ(-ENOMEM, ALLOC(b, UINT64_MAX - 254, NULL, NULL));
+	EXPECT_EQ(-ENOMEM, ALLOC(b, UINT64_MAX - 255, NULL, NULL)); /* no overflow, no fit */
+	EXPECT_EQ(-ENOMEM, ALLOC(b, 1ull << 63, NULL, NULL));
+	EXPECT_EQ(-ENOMEM, ALLOC(b, 2 * MiB + 1, NULL, NULL));
+	EXPECT_EQ(5, bt_stats(b).failed_allocs);
+	/* The region at the top of the address space is usable to its end. */
+	EXPECT_EQ(top - 2 * MiB, ALLOC_OK(b, 1 * MiB, &h));
+	EXPECT_EQ(top - 1 * MiB, ALLOC_OK(b, 512 * KiB, NULL));
+	/* 512 KiB < 2 * (512 KiB - 256): the last chunk, whole. */
+	EXPECT_EQ(top - 512 * KiB, ALLOC_OK(b, 512 * KiB - 256, NULL));
+	EXPECT_EQ(0, bt_stats(b).chunks_free);
+	EXPECT_EQ(0, FREE_ADDR(b, top - 512 * KiB));
+	EXPECT_EQ(0, FREE(b, h));
+	EXPECT_EQ(2, bt_stats(b).chunks_free);
+	bfc_destroy(b);
+}
+
+/* PyTorch's max_split_size: big chunks are never split, and small requests
+ * never take them.
+ */
+TEST(max_split_size)
+{
+	struct bfc *b = bt_create(256, 2, 128 * MiB, 1 * MiB, 0);
+	bfc_handle_t h, h2;
+
+	ASSERT_EQ(0, ADD(b, 16 * MiB, 4 * MiB, NULL));
+	EXPECT_EQ(-ENOMEM, ALLOC(b, 256, NULL, NULL));
+	EXPECT_EQ(-ENOMEM, ALLOC(b, 1 * MiB - 256, NULL, NULL));
+	EXPECT_EQ(2, bt_stats(b).failed_allocs);
+	/* At least max_split_size once rounded: served whole. */
+	EXPECT_EQ(16 * MiB, ALLOC_OK(b, 1 * MiB - 255, &h));
+	EXPECT_EQ(4 * MiB, bt_info(b, h).size);
+	EXPECT_EQ(0, FREE(b, h));
+	/* A region below the limit splits as usual. */
+	ASSERT_EQ(0, ADD(b, 32 * MiB, 768 * KiB, NULL));
+	EXPECT_EQ(32 * MiB, ALLOC_OK(b, 256 * KiB, &h));
+	EXPECT_EQ(256 * KiB, bt_info(b, h).size);
+	EXPECT_EQ(32 * MiB + 256 * KiB, ALLOC_OK(b, 200 * KiB, &h2));
+	EXPECT_EQ(200 * KiB, bt_info(b, h2).size);
+	/* 3 MiB takes the big chunk whole; nothing is left for 2 MiB. */
+	EXPECT_EQ(16 * MiB, ALLOC_OK(b, 3 * MiB, NULL));
+	EXPECT_EQ(-ENOMEM, ALLOC(b, 2 * MiB, NULL, NULL));
+	bfc_destroy(b);
+}
+
+/* Growing the metadata array keeps handles (and what they name) valid. */
+TEST(handles_survive_growth)
+{
+	struct bfc *b = bt_create(256, 0, 256, 0, 0);
+	static bfc_handle_t h[5000];
+	int i;
+
+	ASSERT_EQ(0, ADD(b, 0, 5000 * 256, NULL));
+	for (i = 0; i < 5000; i++)
+		ASSERT_EQ(i * 256ull, ALLOC_OK(b, 100 + i % 156, &h[i]));
+	for (i = 0; i < 5000; i++) {
+		ASSERT_EQ(i * 256ull, bt_info(b, h[i]).addr);
+		ASSERT_EQ(100 + i % 156ull, bt_info(b, h[i]).requested);
+	}
+	for (i = 0; i < 5000; i += 2)
+		ASSERT_EQ(0, bfc_free(b, h[i]));
+	CHECK(b);
+	EXPECT_EQ(2500, bt_stats(b).chunks_free);
+	for (i = 1; i < 5000; i += 2)
+		ASSERT_EQ(0, bfc_free(b, h[i]));
+	CHECK(b);
+	EXPECT_EQ(1, bt_stats(b).chunks_free);
+	bfc_destroy(b);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers for the in-VM tests of the pool's ioctls and mappings (on top of
+ * lib.h): thin ioctl wrappers returning 0 or -errno, /proc/gpupool figures,
+ * and a waiter for the zeroing worker.
+ */
+#ifndef GPUPOOL_TESTS_VM_POOL_LIB_H
+#define GPUPOOL_TESTS_VM_POOL_LIB_H
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <linux/gpupool.h>
+
+#include "lib.h"
+
+#define KiB	(1ULL << 10)
+#define MiB	(1ULL << 20)
+
+static inline int gp_open_dev(void)
+{
+	return open(GP_DEV, O_RDWR | O_CLOEXEC);
+}
+
+static inline int gp_ioc(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? -errno : 0;
+}
+
+/* ALLOC: 0 or -errno; *a filled (handle, chunk_size, chunk_node). */
+static inline int gp_alloc_ex(int fd, uint64_t size, uint32_t flags,
+			      uint32_t node, struct gpupool_alloc *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = size;
+	a->flags = flags;
+	a->node = node;
+	return gp_ioc(fd, GPUPOOL_IOC_ALLOC, a);
+}
+
+/* ALLOC anywhere: the handle, or 0 on failure (errno set). */
+static inline uint64_t gp_alloc(int fd, uint64_t size)
+{
+	struct gpupool_alloc a;
+	int ret = gp_alloc_ex(fd, size, 0, 0, &a);
+
+	if (ret) {
+		errno = -ret;
+		return 0;
+	}
+	return a.handle;
+}
+
+static inline int gp_free(int fd, uint64_t handle)
+{
+	struct gpupool_free f;
+
+	memset(&f, 0, sizeof(f));
+	f.handle = handle;
+	return gp_ioc(fd, GPUPOOL_IOC_FREE, &f);
+}
+
+/* EXPORT: the new fd, or -errno. */
+static inline int gp_export(int fd, uint64_t handle, uint32_t flags)
+{
+	struct gpupool_export e;
+	int ret;
+
+	memset(&e, 0, sizeof(e));
+	e.handle = handle;
+	e.flags = flags;
+	ret = gp_ioc(fd, GPUPOOL_IOC_EXPORT, &e);
+	return ret ? ret : (int)e.fd;
+}
+
+/* STATS: the whole pool, and up to nr per-node entries. */
+static inline int gp_stats(int fd, struct gpupool_stats *st,
+			   struct gpupool_pool_stats *nodes, uint32_t nr)
+{
+	memset(st, 0, sizeof(*st));
+	st->nr_nodes = nodes ? nr : 0;
+	st->nodes_ptr = (uintptr_t)nodes;
+	return gp_ioc(fd, GPUPOOL_IOC_STATS, st);
+}
+
+/* The whole pool's figures, through a file of its own. */
+static inline struct gpupool_pool_stats gp_pool(void)
+{
+	struct gpupool_pool_stats z;
+	struct gpupool_stats st;
+	int fd = gp_open_dev();
+
+	memset(&z, 0, sizeof(z));
+	if (fd < 0)
+		return z;
+	if (gp_stats(fd, &st, NULL, 0)) {
+		close(fd);
+		return z;
+	}
+	close(fd);
+	return st.total;
+}
+
+/* Map a chunk read-write, shared: the address or MAP_FAILED. */
+static inline void *gp_map(int fd, uint64_t handle, uint64_t size)
+{
+	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		    (off_t)handle);
+}
+
+/*
+ * Wait (up to ms) until nothing is being zeroed; with quarantine too, until
+ * nothing is quarantined either.  0 when quiet, -ETIMEDOUT otherwise.
+ */
+static inline int gp_wait_quiet(int ms, int quarantine)
+{
+	struct timespec ts = { 0, 5 * 1000 * 1000 };
+	struct gpupool_pool_stats s;
+
+	for (;;) {
+		s = gp_pool();
+		if (!s.zeroing && (!quarantine || !s.quarantined))
+			return 0;
+		if (ms <= 0)
+			return -ETIMEDOUT;
+		nanosleep(&ts, NULL);
+		ms -= 5;
+	}
+}
+
+/* A /proc/gpupool figure as a number (kB for sizes); -1 when absent. */
+static inline long long gp_proc_num(const char *key)
+{
+	static char text[65536];
+	char val[128];
+
+	if (gp_read_file(GP_PROC, text, sizeof(text)) <= 0)
+		return -1;
+	if (!gp_proc_value(text, key, val, sizeof(val)))
+		return -1;
+	return strtoll(val, NULL, 10);
+}
+
+/* Does every byte of [p, p + len) equal c? */
+static inline int gp_all_bytes(const void *p, size_t len, unsigned char c)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (b[i] != c)
+			return 0;
+	return 1;
+}
+
+/* Fork a child running fn(arg); its exit status (or 128 + signal). */
+static inline int gp_run_child(int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (!pid)
+		_exit(fn(arg));
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+#endif /* GPUPOOL_TESTS_VM_POOL_LIB_H */

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * proc_stats: /proc/gpupool and GPUPOOL_IOC_STATS tell the same story, for
+ * the whole pool and per node; the bytes add up (total = free + in use +
+ * zeroing + quarantined); holder lines name the processes holding chunks
+ * (only your own unless you have CAP_SYS_ADMIN); the bin table accounts
+ * for every chunk.
+ */
+#define _GNU_SOURCE
+#include <sys/prctl.h>
+
+#include "kselftest_harness.h"
+#include "pool_lib.h"
+
+FIXTURE(pool) {
+	int fd;
+	uint64_t h[6];
+};
+
+FIXTURE_SETUP(pool)
+{
+	static const uint64_t sizes[] = {
+		4096, 3 * 4096, 65536, MiB, 2 * MiB + 4096, 5 * MiB,
+	};
+	int i;
+
+	GP_REQUIRE();
+	ASSERT_EQ(0, gp_load("pool_size=32M"));
+	self->fd = gp_open_dev();
+	ASSERT_LE(0, self->fd);
+	for (i = 0; i < 6; i++) {
+		self->h[i] = gp_alloc(self->fd, sizes[i]);
+		ASSERT_NE(0, self->h[i]);
+	}
+	/* Free two, leaving holes. */
+	ASSERT_EQ(0, gp_free(self->fd, self->h[1]));
+	ASSERT_EQ(0, gp_free(self->fd, self->h[3]));
+	ASSERT_EQ(0, gp_wait_quiet(20000, 0));
+}
+
+FIXTURE_TEARDOWN(pool)
+{
+	close(self->fd);
+	EXPECT_EQ(0, gp_unload_wait(5000));
+}
+
+#define KB(x)	((long long)((x) >> 10))
+
+TEST_F(pool, proc_matches_stats)
+{
+	struct gpupool_pool_stats nodes[8], *t;
+	struct gpupool_stats st;
+	char text[65536], key[64], val[128];
+	unsigned int i;
+
+	ASSERT_EQ(0, gp_stats(self->fd, &st, nodes, 8));
+	ASSERT_LE(1, st.nr_nodes);
+	ASSERT_GE(8, st.nr_nodes);
+	ASSERT_LT(0, gp_read_file(GP_PROC, text, sizeof(text)));
+	t = &st.total;
+
+#define CHECK(k, v) do { \
+	ASSERT_NE(NULL, gp_proc_value(text, k, val, sizeof(val))) TH_LOG("no %s", k); \
+	EXPECT_EQ((long long)(v), strtoll(val, NULL, 10)) TH_LOG("%s: %s", k, val); \
+} while (0)
+	CHECK("PoolTotal", KB(t->total));
+	CHECK("PoolFree", KB(t->free));
+	CHECK("InUse", KB(t->in_use));
+	CHECK("PeakInUse", KB(t->peak_in_use));
+	CHECK("Zeroing", KB(t->zeroing));
+	CHECK("Quarantined", KB(t->quarantined));
+	CHECK("LargestFree", KB(t->largest_free));
+	CHECK("Fragmentation", t->fragmentation_ppm);
+	CHECK("ChunksInUse", t->chunks_in_use);
+	CHECK("ChunksFree", t->chunks_free);
+	CHECK("ChunksZeroing", t->chunks_zeroing);
+	CHECK("ChunksQuarantined", t->chunks_quarantined);
+	CHECK("Allocs", t->allocs);
+	CHECK("Frees", t->frees);
+	CHECK("FailedAllocs", t->failed_allocs);
+	CHECK("LimitDenials", t->limit_denials);
+	CHECK("Growths", t->growths);
+	CHECK("PoolLimit", KB(st.max_size));
+	CHECK("ReserveTime", st.reserve_time_ns / 1000000);
+	CHECK("Nodes", st.nr_nodes);
+
+	EXPECT_EQ(32 * MiB, t->total);
+	EXPECT_EQ(4096 + 65536 + 2 * MiB + 4096 + 5 * MiB, t->in_use);
+	EXPECT_EQ(t->total, t->free + t->in_use + t->zeroing + t->quarantined);
+	EXPECT_EQ(4, t->chunks_in_use);
+	EXPECT_EQ(6, t->allocs);
+	EXPECT_EQ(2, t->frees);
+	EXPECT_EQ(~0u, t->node);
+	EXPECT_LT(0, t->fragmentation_ppm);
+
+	for (i = 0; i < st.nr_nodes; i++) {
+		struct gpupool_pool_stats *n = &nodes[i];
+		char pfx[32];
+
+		snprintf(pfx, sizeof(pfx), "Node%u", n->node);
+#define NCHECK(k, v) do { \
+	snprintf(key, sizeof(key), "%s%s", pfx, k); \
+	CHECK(key, v); \
+} while (0)
+		NCHECK("PoolTotal", KB(n->total));
+		NCHECK("PoolFree", KB(n->free));
+		NCHECK("InUse", KB(n->in_use));
+		NCHECK("Zeroing", KB(n->zeroing));
+		NCHECK("Quarantined", KB(n->quarantined));
+		NCHECK("LargestFree", KB(n->largest_free));
+		NCHECK("ChunksInUse", n->chunks_in_use);
+		NCHECK("Allocs", n->allocs);
+		NCHECK("Frees", n->frees);
+		EXPECT_EQ(n->total, n->free + n->in_use + n->zeroing +
+			  n->quarantined);
+	}
+}
+
+/* Asking for fewer node entries than exist fills only those. */
+TEST_F(pool, stats_short_array)
+{
+	struct gpupool_pool_stats nodes[2];
+	struct gpupool_stats st;
+
+	memset(nodes, 0x5a, sizeof(nodes));
+	ASSERT_EQ(0, gp_stats(self->fd, &st, nodes, 0));
+	ASSERT_LE(1, st.nr_nodes);
+	EXPECT_EQ(0x5a5a5a5a5a5a5a5aULL, nodes[0].total);
+	ASSERT_EQ(0, gp_stats(self->fd, &st, nodes, 1));
+	EXPECT_EQ(st.nr_nodes == 1 ? st.total.total : nodes[0].total,
+		  nodes[0].total);
+	EXPECT_EQ(0x5a5a5a5a5a5a5a5aULL, nodes[1].total);
+}
+
+/* Holder: <pid> <kB> <chunks> <comm>. */
+static int find_holder(const char *text, int pid, long long *kb,
+		       long long *chunks, char *comm)
+{
+	const char *p = text;
+	int hp;
+
+	while ((p = strstr(p, "Holder:"))) {
+		if (sscanf(p, "Holder: %d %lld %lld %15s", &hp, kb, chunks,
+			   comm) == 4 && hp == pid)
+			return 1;
+		p++;
+	}
+	return 0;
+}
+
+static int unprivileged_view(void *arg)
+{
+	char text[65536];
+	long long kb, chunks;
+	char comm[16];
+	int pid = *(int *)arg;
+
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return 10;
+	if (gp_read_file(GP_PROC, text, sizeof(text)) <= 0)
+		return 11;
+	/* The figures, but not root's holder line. */
+	if (!strstr(text, "PoolTotal:"))
+		return 12;
+	return find_holder(text, pid, &kb, &chunks, comm) ? 13 : 0;
+}
+
+TEST_F(pool, holders)
+{
+	char text[65536], comm[16];
+	long long kb, chunks;
+	int pid = getpid();
+
+	prctl(PR_SET_NAME, "gp-holder-test");
+	ASSERT_LT(0, gp_read_file(GP_PROC, text, sizeof(text)));
+	ASSERT_TRUE(find_holder(text, pid, &kb, &chunks, comm)) TH_LOG("%s", text);
+	EXPECT_EQ((4096 + 65536 + 2 * MiB + 4096 + 5 * MiB) >> 10, kb);
+	EXPECT_EQ(4, chunks);
+	EXPECT_EQ(0, gp_run_child(unprivileged_view, &pid));
+}
+
+/* Bin lines: NodeNBinB: free_chunks free_kB in_use_chunks in_use_kB requested_kB */
+TEST_F(pool, bins_add_up)
+{
+	long long fc, fk, uc, uk, rk, sfc = 0, sfk = 0, suc = 0, suk = 0;
+	struct gpupool_pool_stats t = gp_pool();
+	char text[65536];
+	const char *p;
+	unsigned int n, b;
+
+	ASSERT_LT(0, gp_read_file(GP_PROC, text, sizeof(text)));
+	for (p = text; (p = strstr(p, "Node")); p++) {
+		if (sscanf(p, "Node%uBin%u: %lld %lld %lld %lld %lld", &n, &b,
+			   &fc, &fk, &uc, &uk, &rk) != 7)
+			continue;
+		EXPECT_GT(32, b);
+		sfc += fc;
+		sfk += fk;
+		suc += uc;
+		suk += uk;
+	}
+	EXPECT_EQ((long long)t.chunks_free, sfc);
+	EXPECT_EQ(KB(t.free), sfk);
+	EXPECT_EQ((long long)t.chunks_in_use, suc);
+	EXPECT_EQ(KB(t.in_use), suk);
+}
+
+TEST_HARNESS_MAIN

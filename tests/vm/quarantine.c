@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * quarantine: a released chunk whose pages someone else still holds is
+ * never zeroed or reused while they do.  vmsplice() puts references to the
+ * chunk's pages into a pipe (on every kernel, unlike io_uring's fixed
+ * buffers); the chunk, unmapped and freed, is then quarantined: STATS and
+ * /proc say so, an allocation cannot get it, and the pipe's reader still
+ * gets the bytes that were written.  Once the pipe is drained the chunk is
+ * zeroed and back.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sys/uio.h>
+
+#include "kselftest_harness.h"
+#include "pool_lib.h"
+
+#define CH	(64 * KiB)	/* a pipe's default 16 buffers */
+
+TEST(vmsplice_holds_pages)
+{
+	struct gpupool_pool_stats s;
+	unsigned char buf[CH];
+	struct iovec iov;
+	int fd, pfd[2], i;
+	uint64_t h;
+	char *p;
+
+	GP_REQUIRE();
+	ASSERT_EQ(0, gp_load("pool_size=2M"));
+	fd = gp_open_dev();
+	ASSERT_LE(0, fd);
+	h = gp_alloc(fd, CH);
+	ASSERT_NE(0, h);
+	p = gp_map(fd, h, CH);
+	ASSERT_NE(MAP_FAILED, p);
+	for (i = 0; i < (int)CH; i++)
+		p[i] = (char)(i * 5 + 3);
+
+	ASSERT_EQ(0, pipe(pfd));
+	iov.iov_base = p;
+	iov.iov_len = CH;
+	ASSERT_EQ((ssize_t)CH, vmsplice(pfd[1], &iov, 1, 0));
+
+	ASSERT_EQ(0, munmap(p, CH));
+	ASSERT_EQ(0, gp_free(fd, h));
+	for (i = 0; i < 400 && gp_pool().zeroing; i++)
+		usleep(5000);
+	s = gp_pool();
+	EXPECT_EQ(CH, s.quarantined);
+	EXPECT_EQ(1, s.chunks_quarantined);
+	EXPECT_EQ(2 * MiB - CH, s.free);
+	EXPECT_EQ(CH >> 10, gp_proc_num("Quarantined"));
+	EXPECT_EQ(1, gp_proc_num("ChunksQuarantined"));
+	/* The rest of the pool is usable, the quarantined part is not. */
+	EXPECT_EQ(0, gp_alloc(fd, 2 * MiB));
+	EXPECT_EQ(ENOMEM, errno);
+	h = gp_alloc(fd, 2 * MiB - CH);
+	ASSERT_NE(0, h);
+	ASSERT_EQ(0, gp_free(fd, h));
+	usleep(300 * 1000);
+	EXPECT_EQ(CH, gp_pool().quarantined);
+
+	/* The pipe still has the bytes. */
+	ASSERT_EQ((ssize_t)CH, read(pfd[0], buf, CH));
+	for (i = 0; i < (int)CH; i++)
+		if (buf[i] != (unsigned char)(i * 5 + 3))
+			break;
+	EXPECT_EQ((int)CH, i) TH_LOG("quarantined page changed at byte %d", i);
+
+	/* Drained: zeroed and back within a few rechecks. */
+	EXPECT_EQ(0, gp_wait_quiet(10000, 1));
+	s = gp_pool();
+	EXPECT_EQ(0, s.quarantined);
+	EXPECT_EQ(2 * MiB, s.free);
+	h = gp_alloc(fd, 2 * MiB);
+	ASSERT_NE(0, h);
+	p = gp_map(fd, h, 2 * MiB);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_TRUE(gp_all_bytes(p, 2 * MiB, 0));
+	munmap(p, 2 * MiB);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(fd);
+	EXPECT_EQ(0, gp_unload_wait(5000));
+}
+
+/* Unload while a chunk is still held by a pipe: the module goes, the page
+ * stays the pipe's until read; nothing is left behind either way.
+ */
+TEST(unload_with_held_pages)
+{
+	unsigned char buf[4096];
+	struct iovec iov;
+	int fd, pfd[2];
+	uint64_t h;
+	char *p;
+
+	GP_REQUIRE();
+	ASSERT_EQ(0, gp_load("pool_size=2M"));
+	fd = gp_open_dev();
+	ASSERT_LE(0, fd);
+	h = gp_alloc(fd, 4096);
+	ASSERT_NE(0, h);
+	p = gp_map(fd, h, 4096);
+	ASSERT_NE(MAP_FAILED, p);
+	memset(p, 0x61, 4096);
+	ASSERT_EQ(0, pipe(pfd));
+	iov.iov_base = p;
+	iov.iov_len = 4096;
+	ASSERT_EQ(4096, vmsplice(pfd[1], &iov, 1, 0));
+	munmap(p, 4096);
+	close(fd);
+	ASSERT_EQ(0, gp_wait_quiet(10000, 0));
+	EXPECT_EQ(4096, gp_pool().quarantined);
+	ASSERT_EQ(0, gp_unload_wait(5000));
+	ASSERT_EQ(4096, read(pfd[0], buf, sizeof(buf)));
+	EXPECT_TRUE(gp_all_bytes(buf, 4096, 0x61));
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unload_memory: loading takes the pool out of MemFree; unloading gives it
+ * all back (MemFree before load and after unload agree within a small
+ * margin), also after chunks were used, freed while mapped, exported and
+ * passed around.  While anything refers to the module (an open file, a
+ * mapping, an exported chunk fd) it cannot be unloaded.
+ */
+#include "kselftest_harness.h"
+#include "pool_lib.h"
+
+#define POOL	(128 * MiB)
+#define MARGIN	(12 * MiB)
+
+static void drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+
+	sync();
+	if (fd >= 0) {
+		if (write(fd, "3", 1) != 1)
+			perror("drop_caches");
+		close(fd);
+	}
+	usleep(300 * 1000);
+}
+
+static long long memfree(void)
+{
+	char text[8192], val[64];
+
+	/* Page cache comes and goes with the tests' own files: drop it, and
+	 * let RCU-freed and per-CPU cached pages settle.
+	 */
+	drop_caches();
+	if (gp_read_file("/proc/meminfo", text, sizeof(text)) <= 0 ||
+	    !gp_proc_value(text, "MemFree", val, sizeof(val)))
+		return -1;
+	return strtoll(val, NULL, 10) * 1024;
+}
+
+TEST(memory_comes_back)
+{
+	long long before, loaded, after;
+	uint64_t h[3];
+	int fd, cfd, i;
+	char *p, *q;
+
+	GP_REQUIRE();
+	before = memfree();
+	ASSERT_LT(0, before);
+	ASSERT_EQ(0, gp_load("pool_size=128M"));
+	loaded = memfree();
+	EXPECT_LT(before - loaded, (long long)(POOL + MARGIN));
+	EXPECT_GT(before - loaded, (long long)(POOL - MARGIN));
+
+	fd = gp_open_dev();
+	ASSERT_LE(0, fd);
+	for (i = 0; i < 3; i++) {
+		h[i] = gp_alloc(fd, 16 * MiB + i * 4096);
+		ASSERT_NE(0, h[i]);
+	}
+	p = gp_map(fd, h[0], 16 * MiB);
+	ASSERT_NE(MAP_FAILED, p);
+	memset(p, 1, 16 * MiB);
+	cfd = gp_export(fd, h[1], 0);
+	ASSERT_LE(0, cfd);
+	q = mmap(NULL, 16 * MiB + 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 cfd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_EQ(0, gp_free(fd, h[0]));
+
+	/* Each holder of the module keeps it. */
+	close(fd);
+	EXPECT_EQ(-EAGAIN, gp_unload());
+	munmap(p, 16 * MiB);
+	EXPECT_EQ(-EAGAIN, gp_unload());
+	close(cfd);
+	EXPECT_EQ(-EAGAIN, gp_unload());
+	munmap(q, 16 * MiB + 4096);
+	ASSERT_EQ(0, gp_unload_wait(5000));
+
+	after = memfree();
+	EXPECT_LT(llabs(before - after), (long long)MARGIN)
+		TH_LOG("MemFree before load %lld kB, after unload %lld kB",
+		       before >> 10, after >> 10);
+}
+
+/* Loading and unloading repeatedly leaks nothing. */
+TEST(cycles_leak_nothing)
+{
+	long long before, after;
+	int i, fd;
+
+	GP_REQUIRE();
+	before = memfree();
+	for (i = 0; i < 5; i++) {
+		ASSERT_EQ(0, gp_load("pool_size=64M"));
+		fd = gp_open_dev();
+		ASSERT_LE(0, fd);
+		ASSERT_NE(0, gp_alloc(fd, 10 * MiB));
+		close(fd);
+		ASSERT_EQ(0, gp_unload_wait(5000));
+	}
+	after = memfree();
+	EXPECT_LT(llabs(before - after), (long long)MARGIN)
+		TH_LOG("MemFree before %lld kB, after %lld kB", before >> 10,
+		       after >> 10);
+}
+
+TEST_HARNESS_MAIN

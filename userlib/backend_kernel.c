@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+/*
+ * backend_kernel.c - host segments from gpupool.ko: each segment is one
+ * chunk (GPUPOOL_IOC_ALLOC), mapped with mmap(fd, handle) and given back
+ * with munmap + GPUPOOL_IOC_FREE.  The module's pages are pinned already, so
+ * nothing counts against RLIMIT_MEMLOCK; the module enforces its own
+ * per-process limit (-EDQUOT).
+ *
+ * On open the library asks GPUPOOL_IOC_VERSION and refuses a module it
+ * cannot talk to, saying which side is too old.  Exported chunks are
+ * descriptors of their own (GPUPOOL_IOC_EXPORT); an importer sizes them with
+ * GPUPOOL_IOC_CHUNK_INFO.  Either backend imports either kind of descriptor.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/gpupool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define GP_DEV_PATH	"/dev/gpupool"
+
+int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
+{
+	struct gpupool_version v;
+	int fd, e;
+
+	fd = open(GP_DEV_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		snprintf(ctx->why, sizeof(ctx->why), "%s: %s", GP_DEV_PATH,
+			 e == ENOENT ? "absent (gpupool.ko not loaded)" : strerror(e));
+		if (!forced) {
+			gp_debug(ctx, "%s; using the user backend", ctx->why);
+			return -ENODEV;
+		}
+		if (e == ENOENT || e == ENXIO || e == ENODEV)
+			return gp_err(ctx, -ENODEV,
+				      "GPUPOOL_BACKEND=kernel but %s is absent: load the "
+				      "module (modprobe gpupool) or unset GPUPOOL_BACKEND",
+				      GP_DEV_PATH);
+		return gp_err(ctx, -e,
+			      "cannot open %s: %s (the udev rule decides who may open it; "
+			      "see packaging/70-gpupool.rules)", GP_DEV_PATH, strerror(e));
+	}
+	memset(&v, 0, sizeof(v));
+	if (ioctl(fd, GPUPOOL_IOC_VERSION, &v)) {
+		e = errno;
+		close(fd);
+		snprintf(ctx->why, sizeof(ctx->why), "%s: VERSION failed", GP_DEV_PATH);
+		return gp_err(ctx, -EPROTO, "%s: GPUPOOL_IOC_VERSION failed: %s",
+			      GP_DEV_PATH, strerror(e));
+	}
+	if (v.abi_major < GPUPOOL_ABI_MAJOR) {
+		close(fd);
+		snprintf(ctx->why, sizeof(ctx->why),
+			 "gpupool.ko ABI %u.%u is older than the library's %u.%u",
+			 v.abi_major, v.abi_minor, GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
+		return gp_err(ctx, -EPROTO,
+			      "the module is too old: gpupool.ko speaks ABI %u.%u, this "
+			      "libgpupool needs %u.x; upgrade the module (dkms install)",
+			      v.abi_major, v.abi_minor, GPUPOOL_ABI_MAJOR);
+	}
+	if (v.min_lib_major > GPUPOOL_ABI_MAJOR) {
+		close(fd);
+		snprintf(ctx->why, sizeof(ctx->why),
+			 "gpupool.ko needs library ABI %u, the library is %u.%u",
+			 v.min_lib_major, GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
+		return gp_err(ctx, -EPROTO,
+			      "the library is too old: gpupool.ko (ABI %u.%u) accepts "
+			      "libraries of ABI %u or newer, this libgpupool is %u.%u; "
+			      "upgrade libgpupool",
+			      v.abi_major, v.abi_minor, v.min_lib_major,
+			      GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
+	}
+	ctx->kfd = fd;
+	ctx->kmod_major = v.abi_major;
+	ctx->kmod_minor = v.abi_minor;
+	ctx->kgran = v.granularity;
+	ctx->hugetlb_ok = false;
+	snprintf(ctx->why, sizeof(ctx->why),
+		 "gpupool.ko ABI %u.%u, pool %llu bytes on %u node(s)",
+		 v.abi_major, v.abi_minor, (unsigned long long)v.pool_size,
+		 v.nr_nodes);
+	return 0;
+}
+
+static int gp_kernel_open(struct gp_ctx *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static void gp_kernel_close(struct gp_ctx *ctx)
+{
+	if (ctx->kfd >= 0)
+		close(ctx->kfd);
+	ctx->kfd = -1;
+}
+
+static void gp_kernel_free_handle(struct gp_ctx *ctx, uint64_t handle)
+{
+	struct gpupool_free f;
+
+	memset(&f, 0, sizeof(f));
+	f.handle = handle;
+	if (ioctl(ctx->kfd, GPUPOOL_IOC_FREE, &f))
+		gp_debug(ctx, "GPUPOOL_IOC_FREE(%#llx): %s",
+			 (unsigned long long)handle, strerror(errno));
+}
+
+static int gp_kernel_alloc_error(struct gp_ctx *ctx, int e, uint64_t size)
+{
+	char a[32];
+
+	gp_fmt_bytes(a, sizeof(a), size);
+	switch (e) {
+	case EDQUOT:
+		return gp_err(ctx, -ENOMEM,
+			      "gpupool.ko refused %s: this process would exceed the "
+			      "module's per_process_limit parameter (raise it in "
+			      "/sys/module/gpupool/parameters or at modprobe)", a);
+	case ENOMEM:
+		return gp_err(ctx, -ENOMEM,
+			      "gpupool.ko cannot serve %s: the pool is full (see "
+			      "/proc/gpupool; load the module with a larger pool)", a);
+	case ENODEV:
+		return gp_err(ctx, -ENODEV,
+			      "gpupool.ko has no sub-pool on NUMA node %d", ctx->numa_node);
+	default:
+		return gp_err(ctx, -e, "GPUPOOL_IOC_ALLOC of %s: %s", a, strerror(e));
+	}
+}
+
+static int gp_kernel_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
+			 bool keep_fd)
+{
+	struct gpupool_alloc a;
+	void *addr;
+	int e;
+
+	(void)keep_fd;	/* the handle stands for the chunk; EXPORT makes fds */
+	memset(&a, 0, sizeof(a));
+	a.size = size;
+	if (ctx->numa_node >= 0) {
+		a.flags = GPUPOOL_ALLOC_NODE;
+		a.node = (uint32_t)ctx->numa_node;
+	}
+	if (ioctl(ctx->kfd, GPUPOOL_IOC_ALLOC, &a)) {
+		e = errno;
+		if (!(e == ENODEV || e == ENOMEM) || !a.flags ||
+		    (ctx->opt.flags & GP_OPEN_NUMA_STRICT))
+			return gp_kernel_alloc_error(ctx, e, size);
+		/* Preferred, not strict: any node will do. */
+		gp_debug(ctx, "node %d cannot serve %llu bytes; any node",
+			 ctx->numa_node, (unsigned long long)size);
+		a.flags = 0;
+		a.node = 0;
+		if (ioctl(ctx->kfd, GPUPOOL_IOC_ALLOC, &a))
+			return gp_kernel_alloc_error(ctx, errno, size);
+	}
+	addr = mmap(NULL, a.chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    ctx->kfd, (off_t)a.handle);
+	if (addr == MAP_FAILED) {
+		e = errno;
+		gp_kernel_free_handle(ctx, a.handle);
+		return gp_err(ctx, -e, "mmap of a gpupool chunk: %s", strerror(e));
+	}
+	ctx->hst.map_calls++;
+	seg->addr = (uint64_t)(uintptr_t)addr;
+	seg->size = a.chunk_size;
+	seg->khandle = a.handle;
+	seg->fd = -1;
+	seg->huge = false;
+	return 0;
+}
+
+static void gp_kernel_unmap(struct gp_ctx *ctx, struct gp_seg *seg)
+{
+	munmap((void *)(uintptr_t)seg->addr, seg->size);
+	ctx->hst.unmap_calls++;
+	if (seg->kind != GP_SEG_IMPORT)
+		gp_kernel_free_handle(ctx, seg->khandle);
+	if (seg->fd >= 0)
+		close(seg->fd);
+	seg->fd = -1;
+}
+
+static int gp_kernel_export(struct gp_ctx *ctx, struct gp_seg *seg, int *fd)
+{
+	struct gpupool_export x;
+
+	memset(&x, 0, sizeof(x));
+	x.handle = seg->khandle;
+	x.flags = GPUPOOL_EXPORT_CLOEXEC;
+	if (ioctl(ctx->kfd, GPUPOOL_IOC_EXPORT, &x))
+		return gp_err(ctx, -errno, "GPUPOOL_IOC_EXPORT: %s", strerror(errno));
+	*fd = (int)x.fd;
+	return 0;
+}
+
+/* Map an exported chunk descriptor (used by both backends). */
+int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
+{
+	struct gpupool_chunk_info ci;
+	void *addr;
+
+	memset(&ci, 0, sizeof(ci));
+	if (ioctl(fd, GPUPOOL_IOC_CHUNK_INFO, &ci))
+		return -ENOTTY;
+	addr = mmap(NULL, ci.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (addr == MAP_FAILED)
+		return gp_err(ctx, -errno, "import: mmap of a gpupool chunk: %s",
+			      strerror(errno));
+	ctx->hst.map_calls++;
+	seg->addr = (uint64_t)(uintptr_t)addr;
+	seg->size = ci.size;
+	seg->fd = -1;
+	return 0;
+}
+
+static int gp_kernel_import(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
+{
+	int ret = gp_kernel_import_chunk(ctx, fd, seg);
+
+	if (ret != -ENOTTY)
+		return ret;
+	/* A memfd exported by a process on the user backend. */
+	ret = gp_backend_user.import_fd(ctx, fd, seg);
+	return ret;
+}
+
+const struct gp_backend_ops gp_backend_kernel = {
+	.name = "kernel",
+	.open = gp_kernel_open,
+	.close = gp_kernel_close,
+	.map = gp_kernel_map,
+	.unmap = gp_kernel_unmap,
+	.export_fd = gp_kernel_export,
+	.import_fd = gp_kernel_import,
+};

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+/*
+ * backend_user.c - host segments from the system, for when gpupool.ko is
+ * not loaded: memfd_create + mmap(MAP_SHARED) + mbind + mlock.
+ *
+ *  - memfd, MAP_SHARED: the memory can be exported (the descriptor crosses
+ *    processes), and fork() never turns registered pages copy-on-write.
+ *  - Huge pages: segments that are a multiple of 2 MiB first try
+ *    MFD_HUGETLB; once that fails (no huge pages reserved) the context stops
+ *    trying and asks for transparent huge pages with MADV_HUGEPAGE instead.
+ *  - NUMA: mbind() through the raw system call (no libnuma), before any page
+ *    exists, so that the pages are born on the node.
+ *  - mlock() both faults every page in (what MAP_POPULATE would do) and pins
+ *    it, after mbind; the kernel checks RLIMIT_MEMLOCK before faulting, so an
+ *    over-limit request fails at once with a message saying how to raise it.
+ *  - mlock() is called through syscall(): AddressSanitizer's interceptor
+ *    turns mlock() into a no-op, which would hide the limit from the tests.
+ *  - Descriptors of segments that are not shared are closed right after
+ *    mmap: a process may hold many segments, and descriptors are scarce.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/mempolicy.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB	(21u << 26)
+#endif
+
+static int gp_user_open(struct gp_ctx *ctx)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
+		ctx->hst.memlock_limit = rl.rlim_cur == RLIM_INFINITY ?
+					 UINT64_MAX : rl.rlim_cur;
+	ctx->hugetlb_ok = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES);
+	return 0;
+}
+
+static void gp_user_close(struct gp_ctx *ctx)
+{
+	(void)ctx;
+}
+
+static int gp_user_bind(struct gp_ctx *ctx, void *addr, uint64_t size)
+{
+	unsigned long mask[16] = { 0 };
+	int node = ctx->numa_node;
+	int mode;
+
+	if (node < 0)
+		return 0;
+	if (node >= (int)(sizeof(mask) * 8))
+		return gp_err(ctx, -EINVAL, "NUMA node %d is out of range", node);
+	mask[node / (8 * sizeof(long))] = 1ul << (node % (8 * sizeof(long)));
+	mode = (ctx->opt.flags & GP_OPEN_NUMA_STRICT) ? MPOL_BIND : MPOL_PREFERRED;
+	if (syscall(SYS_mbind, addr, size, mode, mask, sizeof(mask) * 8, 0)) {
+		int e = errno;
+
+		if (mode == MPOL_BIND)
+			return gp_err(ctx, -e, "mbind to NUMA node %d: %s", node,
+				      strerror(e));
+		gp_debug(ctx, "mbind to node %d: %s (ignored)", node, strerror(e));
+	}
+	return 0;
+}
+
+static int gp_memlock_error(struct gp_ctx *ctx, int e, uint64_t size)
+{
+	char a[32], b[32];
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return gp_err(ctx, -ENOMEM,
+			      "mlock of %s failed: %s (the system is out of memory it can pin)",
+			      gp_fmt_bytes(a, sizeof(a), size), strerror(e));
+	return gp_err(ctx, -ENOMEM,
+		      "mlock of %s failed: RLIMIT_MEMLOCK is %s, and this process's "
+		      "pinned memory may not exceed it; raise it (ulimit -l, 'memlock' in "
+		      "/etc/security/limits.conf, LimitMEMLOCK= for a systemd service, "
+		      "--ulimit memlock=-1 for docker) or load gpupool.ko, whose pool does "
+		      "not count against it",
+		      gp_fmt_bytes(a, sizeof(a), size),
+		      gp_fmt_bytes(b, sizeof(b), rl.rlim_cur));
+}
+
+static int gp_mlock(void *addr, uint64_t size)
+{
+	return (int)syscall(SYS_mlock, addr, (size_t)size);
+}
+
+static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
+		       bool keep_fd)
+{
+	bool huge = ctx->hugetlb_ok && size % GP_HUGE_PAGE == 0;
+	void *addr = MAP_FAILED;
+	int fd = -1, e, ret;
+
+	for (;;) {
+		unsigned int mfd = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+
+		if (huge)
+			mfd |= MFD_HUGETLB | MFD_HUGE_2MB;
+		fd = memfd_create("gpupool", mfd);
+		if (fd >= 0 && ftruncate(fd, (off_t)size) == 0)
+			addr = mmap(NULL, size, PROT_READ | PROT_WRITE,
+				    MAP_SHARED, fd, 0);
+		if (addr != MAP_FAILED)
+			break;
+		e = errno;
+		if (fd >= 0)
+			close(fd);
+		if (!huge)
+			return gp_err(ctx, -e, "mapping %llu bytes of memfd: %s",
+				      (unsigned long long)size, strerror(e));
+		gp_debug(ctx, "no hugetlb pages (%s); using normal pages",
+			 strerror(e));
+		ctx->hugetlb_ok = false;
+		huge = false;
+	}
+	ctx->hst.map_calls++;
+	/* The size can never change under a mapping (an importer could
+	 * otherwise truncate it and make us fault).
+	 */
+	fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	if (!huge)
+		madvise(addr, size, MADV_HUGEPAGE);
+
+	ret = gp_user_bind(ctx, addr, size);
+	if (ret)
+		goto out_unmap;
+	if (gp_mlock(addr, size)) {
+		e = errno;
+		ret = (e == ENOMEM || e == EPERM || e == EAGAIN) ?
+		      gp_memlock_error(ctx, e, size) :
+		      gp_err(ctx, -e, "mlock: %s", strerror(e));
+		goto out_unmap;
+	}
+	seg->addr = (uint64_t)(uintptr_t)addr;
+	seg->size = size;
+	seg->huge = huge;
+	seg->locked = true;
+	if (keep_fd) {
+		seg->fd = fd;
+	} else {
+		seg->fd = -1;
+		close(fd);
+	}
+	return 0;
+
+out_unmap:
+	munmap(addr, size);
+	ctx->hst.unmap_calls++;
+	close(fd);
+	return ret;
+}
+
+static void gp_user_unmap(struct gp_ctx *ctx, struct gp_seg *seg)
+{
+	munmap((void *)(uintptr_t)seg->addr, seg->size);
+	ctx->hst.unmap_calls++;
+	if (seg->fd >= 0)
+		close(seg->fd);
+	seg->fd = -1;
+}
+
+static int gp_user_export(struct gp_ctx *ctx, struct gp_seg *seg, int *fd)
+{
+	int nfd = fcntl(seg->fd, F_DUPFD_CLOEXEC, 0);
+
+	if (nfd < 0)
+		return gp_err(ctx, -errno, "dup of the buffer's memfd: %s",
+			      strerror(errno));
+	*fd = nfd;
+	return 0;
+}
+
+static int gp_user_import(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
+{
+	struct stat st;
+	void *addr;
+	int e;
+
+	if (fstat(fd, &st))
+		return gp_err(ctx, -errno, "import: fstat: %s", strerror(errno));
+	if (!S_ISREG(st.st_mode)) {
+		/* A chunk exported by a process on the kernel backend? */
+		e = gp_kernel_import_chunk(ctx, fd, seg);
+		if (e != -ENOTTY)
+			return e;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0)
+		return gp_err(ctx, -EINVAL,
+			      "import: descriptor %d is not a gpupool buffer",
+			      fd);
+	addr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    fd, 0);
+	if (addr == MAP_FAILED)
+		return gp_err(ctx, -errno, "import: mmap: %s", strerror(errno));
+	ctx->hst.map_calls++;
+	if (gp_mlock(addr, (uint64_t)st.st_size)) {
+		e = errno;
+		munmap(addr, (size_t)st.st_size);
+		ctx->hst.unmap_calls++;
+		return gp_memlock_error(ctx, e, (uint64_t)st.st_size);
+	}
+	seg->addr = (uint64_t)(uintptr_t)addr;
+	seg->size = (uint64_t)st.st_size;
+	seg->fd = -1;
+	seg->locked = true;
+	seg->huge = st.st_blksize >= (blksize_t)GP_HUGE_PAGE;
+	return 0;
+}
+
+const struct gp_backend_ops gp_backend_user = {
+	.name = "user",
+	.open = gp_user_open,
+	.close = gp_user_close,
+	.map = gp_user_map,
+	.unmap = gp_user_unmap,
+	.export_fd = gp_user_export,
+	.import_fd = gp_user_import,
+};

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctx.c - opening and closing a context: options and environment, the
+ * choice of host backend, loading CUDA, NUMA placement, gp_info().
+ */
+#define _GNU_SOURCE
+#include <linux/gpupool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+GP_API void gp_options_init(struct gp_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	o->backend = GP_BACKEND_AUTO;
+	o->numa_node = GP_NUMA_ANY;
+}
+
+static bool gp_env_true(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0") && strcasecmp(v, "no") &&
+	       strcasecmp(v, "false") && strcasecmp(v, "off");
+}
+
+/* "123", "64K", "2M", "1G", "1T" -> bytes; 0 when absent or invalid. */
+static uint64_t gp_env_bytes(const char *name, double *fraction)
+{
+	const char *v = getenv(name);
+	char *end;
+	double d;
+
+	if (!v || !*v)
+		return 0;
+	d = strtod(v, &end);
+	if (end == v || d <= 0)
+		return 0;
+	if (fraction && d <= 1.0 && strchr(v, '.') && !*end) {
+		*fraction = d;
+		return 0;
+	}
+	switch (*end) {
+	case 'k': case 'K': d *= 1024.0; break;
+	case 'm': case 'M': d *= 1024.0 * 1024; break;
+	case 'g': case 'G': d *= 1024.0 * 1024 * 1024; break;
+	case 't': case 'T': d *= 1024.0 * 1024 * 1024 * 1024; break;
+	default: break;
+	}
+	return (uint64_t)d;
+}
+
+static int gp_apply_env(struct gp_ctx *ctx)
+{
+	const char *b = getenv("GPUPOOL_BACKEND");
+	struct gp_options *o = &ctx->opt;
+
+	ctx->debug = gp_env_true("GPUPOOL_DEBUG");
+	if (b && *b) {
+		if (!strcmp(b, "kernel"))
+			o->backend = GP_BACKEND_KERNEL;
+		else if (!strcmp(b, "user"))
+			o->backend = GP_BACKEND_USER;
+		else if (strcmp(b, "auto"))
+			return gp_err(NULL, -EINVAL,
+				      "GPUPOOL_BACKEND=%s: expected kernel, user or auto", b);
+	}
+	if (gp_env_true("GPUPOOL_REQUIRE_CUDA"))
+		o->flags |= GP_OPEN_REQUIRE_CUDA;
+	if (!o->host_limit)
+		o->host_limit = gp_env_bytes("GPUPOOL_HOST_LIMIT", NULL);
+	if (!o->dev_limit && o->dev_limit_fraction == 0.0)
+		o->dev_limit = gp_env_bytes("GPUPOOL_DEV_LIMIT", &o->dev_limit_fraction);
+	return 0;
+}
+
+static int gp_check_options(const struct gp_options *o)
+{
+	unsigned int i;
+
+	if (o->flags & ~GP_OPEN_VALID_FLAGS)
+		return gp_err(NULL, -EINVAL, "gp_open: unknown flags %#x",
+			      o->flags & ~GP_OPEN_VALID_FLAGS);
+	if (o->backend < GP_BACKEND_AUTO || o->backend > GP_BACKEND_USER)
+		return gp_err(NULL, -EINVAL, "gp_open: unknown backend %d", o->backend);
+	if (o->numa_node < GP_NUMA_NEAR_GPU)
+		return gp_err(NULL, -EINVAL, "gp_open: bad numa_node %d", o->numa_node);
+	if (o->dev_limit_fraction < 0.0 || o->dev_limit_fraction > 1.0)
+		return gp_err(NULL, -EINVAL,
+			      "gp_open: dev_limit_fraction %g is not in (0, 1]",
+			      o->dev_limit_fraction);
+	if (o->host_small_segment &&
+	    o->host_small_segment < GP_HOST_SMALL_MAX)
+		return gp_err(NULL, -EINVAL,
+			      "gp_open: host_small_segment must be at least 1 MiB");
+	if (o->dev_initial_segment & (GP_DEV_GRAN - 1))
+		return gp_err(NULL, -EINVAL,
+			      "gp_open: dev_initial_segment must be a multiple of 256");
+	if ((o->flags & GP_OPEN_REQUIRE_CUDA) && (o->flags & GP_OPEN_NO_CUDA))
+		return gp_err(NULL, -EINVAL,
+			      "gp_open: GP_OPEN_REQUIRE_CUDA with GP_OPEN_NO_CUDA");
+	for (i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++)
+		if (o->reserved[i])
+			return gp_err(NULL, -EINVAL, "gp_open: reserved fields must be 0");
+	return 0;
+}
+
+static int gp_pick_backend(struct gp_ctx *ctx)
+{
+	int ret;
+
+	if (ctx->opt.backend != GP_BACKEND_USER) {
+		ret = gp_kernel_probe(ctx, ctx->opt.backend == GP_BACKEND_KERNEL);
+		if (!ret) {
+			ctx->backend = GP_BACKEND_KERNEL;
+			ctx->ops = &gp_backend_kernel;
+			return 0;
+		}
+		if (ctx->opt.backend == GP_BACKEND_KERNEL)
+			return ret;
+	}
+	ctx->backend = GP_BACKEND_USER;
+	ctx->ops = &gp_backend_user;
+	return ctx->ops->open(ctx);
+}
+
+GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
+{
+	struct gp_ctx *ctx;
+	char why[192] = "";
+	size_t n;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	gp_err(NULL, 0, "%s", "");
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return gp_err(NULL, -ENOMEM, "gp_open: out of memory");
+	gp_options_init(&ctx->opt);
+	if (opts) {
+		n = opts->size && opts->size < sizeof(ctx->opt) ? opts->size :
+		    sizeof(ctx->opt);
+		memcpy(&ctx->opt, opts, n);
+		ctx->opt.size = sizeof(ctx->opt);
+	}
+	ctx->kfd = -1;
+	pthread_mutex_init(&ctx->host_lock, NULL);
+	pthread_mutex_init(&ctx->dev_lock, NULL);
+	pthread_mutex_init(&ctx->err_lock, NULL);
+	ret = gp_check_options(&ctx->opt);
+	if (!ret)
+		ret = gp_apply_env(ctx);
+	if (ret)
+		goto out_free;
+	if (!ctx->opt.host_small_segment)
+		ctx->opt.host_small_segment = 2 * GP_MIB;
+	if (!ctx->opt.dev_initial_segment)
+		ctx->opt.dev_initial_segment = GP_DEV_INITIAL_SEG;
+	ctx->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	/* CUDA first: GP_NUMA_NEAR_GPU needs it. */
+	if (ctx->opt.flags & GP_OPEN_NO_CUDA)
+		snprintf(why, sizeof(why), "CUDA disabled by GP_OPEN_NO_CUDA");
+	else
+		gp_cuda_load(ctx, ctx->opt.cudart, why, sizeof(why));
+	ctx->opt.cudart = NULL;		/* not kept: the caller owns it */
+	gp_debug(ctx, "%s", why);
+	if (!ctx->cuda.usable && (ctx->opt.flags & GP_OPEN_REQUIRE_CUDA)) {
+		ret = gp_err(NULL, -ENODEV,
+			     "CUDA is required (GPUPOOL_REQUIRE_CUDA / GP_OPEN_REQUIRE_CUDA) "
+			     "but not usable: %s", why);
+		goto out_free;
+	}
+
+	ctx->numa_node = ctx->opt.numa_node;
+	if (ctx->numa_node == GP_NUMA_NEAR_GPU) {
+		ctx->numa_node = gp_cuda_numa_node(ctx, ctx->opt.numa_device);
+		if (ctx->numa_node < 0)
+			gp_debug(ctx, "NUMA node of GPU %d unknown; no placement",
+				 ctx->opt.numa_device);
+	}
+
+	ret = gp_pick_backend(ctx);
+	if (ret) {
+		/* The backend put its message on the context. */
+		gp_err(NULL, ret, "%s", ctx->err);
+		goto out_free;
+	}
+	snprintf(ctx->why + strlen(ctx->why), sizeof(ctx->why) - strlen(ctx->why),
+		 "%s%s", *ctx->why ? "; " : "", why);
+	gp_debug(ctx, "backend %s (%s), NUMA node %d", ctx->ops->name, ctx->why,
+		 ctx->numa_node);
+	ret = gp_host_init(ctx);
+	if (ret) {
+		gp_err(NULL, ret, "%s", ctx->err);
+		goto out_close;
+	}
+	if (ctx->cuda.usable) {
+		ctx->dev = calloc((size_t)ctx->cuda.device_count, sizeof(*ctx->dev));
+		if (!ctx->dev) {
+			ret = gp_err(NULL, -ENOMEM, "gp_open: out of memory");
+			goto out_close;
+		}
+	}
+	ctx->err[0] = 0;
+	*out = ctx;
+	return 0;
+
+out_close:
+	gp_host_fini(ctx);
+	ctx->ops->close(ctx);
+out_free:
+	pthread_mutex_destroy(&ctx->host_lock);
+	pthread_mutex_destroy(&ctx->dev_lock);
+	pthread_mutex_destroy(&ctx->err_lock);
+	free(ctx);
+	return ret;
+}
+
+GP_API void gp_close(struct gp_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	gp_dev_fini(ctx);
+	gp_host_fini(ctx);
+	ctx->ops->close(ctx);
+	gp_cuda_unload(ctx);
+	pthread_mutex_destroy(&ctx->host_lock);
+	pthread_mutex_destroy(&ctx->dev_lock);
+	pthread_mutex_destroy(&ctx->err_lock);
+	free(ctx);
+}
+
+GP_API int gp_info(struct gp_ctx *ctx, struct gp_info *info)
+{
+	if (!ctx || !info)
+		return -EINVAL;
+	memset(info, 0, sizeof(*info));
+	info->backend = ctx->backend;
+	info->cuda_state = ctx->cuda.usable ? GP_CUDA_REGISTERED : GP_CUDA_OFF;
+	info->device_count = ctx->cuda.device_count;
+	info->cuda_runtime_version = ctx->cuda.runtime_version;
+	info->cuda_driver_version = ctx->cuda.driver_version;
+	info->numa_node = ctx->numa_node;
+	info->lib_major = GP_VERSION_MAJOR;
+	info->lib_minor = GP_VERSION_MINOR;
+	info->abi_major = GPUPOOL_ABI_MAJOR;
+	info->abi_minor = GPUPOOL_ABI_MINOR;
+	info->kmod_abi_major = ctx->kmod_major;
+	info->kmod_abi_minor = ctx->kmod_minor;
+	pthread_mutex_lock(&ctx->host_lock);
+	info->host_granularity = ctx->kgran > ctx->page_size ? ctx->kgran :
+				 ctx->page_size;
+	info->hugepages = ctx->hst.segments_huge > 0;
+	pthread_mutex_unlock(&ctx->host_lock);
+	snprintf(info->backend_name, sizeof(info->backend_name), "%s",
+		 ctx->ops->name);
+	if (ctx->cuda.usable)
+		snprintf(info->cudart, sizeof(info->cudart), "%s", ctx->cuda.path);
+	snprintf(info->why, sizeof(info->why), "%s", ctx->why);
+	return 0;
+}

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cuda.c - the CUDA runtime binding: dlopen() at gp_open() time, a table of
+ * the entry points libgpupool calls, device count and versions, and the
+ * NUMA node of a GPU.
+ *
+ * The runtime is never linked: a machine without CUDA can load libgpupool,
+ * and GPUPOOL_CUDART points it at another runtime (the tests use a double).
+ * The handle is not dlclose()d at gp_close(): the real runtime registers
+ * exit handlers and does not support being unloaded.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define GP_CUDART_DEFAULT	"libcudart.so.13"
+
+#if GP_HAVE_CUDA_HEADERS
+/* Every table entry has the type of the real prototype. */
+#define GP_CUDA_CHECK(ret, name, args)					\
+	_Static_assert(__builtin_types_compatible_p(__typeof__(&name),	\
+						    ret (*) args),	\
+		       #name " does not match cuda_runtime_api.h");
+GP_CUDA_FUNCS(GP_CUDA_CHECK)
+#undef GP_CUDA_CHECK
+#endif
+
+void gp_cuda_load(struct gp_ctx *ctx, const char *path, char *why, size_t len)
+{
+	struct gp_cuda *c = &ctx->cuda;
+	cudaError_t e;
+	void *dl;
+
+	memset(c, 0, sizeof(*c));
+	if (!path || !*path)
+		path = getenv("GPUPOOL_CUDART");
+	if (!path || !*path)
+		path = GP_CUDART_DEFAULT;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+
+	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!dl) {
+		snprintf(why, len, "CUDA runtime not loaded (%s); host memory is not registered",
+			 dlerror());
+		return;
+	}
+#define GP_CUDA_RESOLVE(ret, name, args)				\
+	do {								\
+		*(void **)&c->name = dlsym(dl, #name);			\
+		if (!c->name) {						\
+			snprintf(why, len, "%s lacks %s; CUDA not used",\
+				 path, #name);				\
+			goto out_off;					\
+		}							\
+	} while (0);
+	GP_CUDA_FUNCS(GP_CUDA_RESOLVE)
+#undef GP_CUDA_RESOLVE
+	c->dl = dl;
+
+	e = c->cudaGetDeviceCount(&c->device_count);
+	if (e != cudaSuccess || c->device_count <= 0) {
+		snprintf(why, len, "%s: no CUDA device (%s); host memory is not registered",
+			 path, e != cudaSuccess ? c->cudaGetErrorString(e) : "count 0");
+		c->cudaGetLastError();	/* clear the sticky error */
+		c->device_count = 0;
+		c->dl = NULL;
+		goto out_off;
+	}
+	c->cudaRuntimeGetVersion(&c->runtime_version);
+	c->cudaDriverGetVersion(&c->driver_version);
+	c->usable = 1;
+	snprintf(why, len, "%s: %d device(s), runtime %d, driver %d", path,
+		 c->device_count, c->runtime_version, c->driver_version);
+	return;
+
+out_off:
+	/* Keep the path for gp_info; forget the functions. */
+	{
+		char keep[sizeof(c->path)];
+
+		memcpy(keep, c->path, sizeof(keep));
+		memset(c, 0, sizeof(*c));
+		memcpy(c->path, keep, sizeof(keep));
+	}
+}
+
+void gp_cuda_unload(struct gp_ctx *ctx)
+{
+	/* See the top of this file: the handle is deliberately kept. */
+	ctx->cuda.usable = 0;
+}
+
+const char *gp_cuda_errstr(struct gp_ctx *ctx, cudaError_t e)
+{
+	const char *s = ctx->cuda.cudaGetErrorString ?
+			ctx->cuda.cudaGetErrorString(e) : NULL;
+
+	return s ? s : "unknown CUDA error";
+}
+
+int gp_cuda_numa_node(struct gp_ctx *ctx, int device)
+{
+	char bus[64], path[160], buf[16];
+	cudaError_t e;
+	ssize_t n;
+	int fd, node;
+	char *p;
+
+	if (!ctx->cuda.usable)
+		return -1;
+	e = ctx->cuda.cudaDeviceGetPCIBusId(bus, sizeof(bus), device);
+	if (e != cudaSuccess) {
+		gp_debug(ctx, "cudaDeviceGetPCIBusId(%d): %s", device,
+			 gp_cuda_errstr(ctx, e));
+		return -1;
+	}
+	bus[sizeof(bus) - 1] = 0;
+	for (p = bus; *p; p++)	/* the runtime says "0000:3B:00.0" */
+		*p = (char)tolower((unsigned char)*p);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/numa_node", bus);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		gp_debug(ctx, "GPU %d: cannot read %s", device, path);
+		return -1;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	node = atoi(buf);
+	gp_debug(ctx, "GPU %d is %s on NUMA node %d", device, bus, node);
+	return node < 0 ? -1 : node;
+}
+
+int gp_cuda_enter(struct gp_ctx *ctx, int device, int *saved)
+{
+	cudaError_t e;
+
+	*saved = -1;
+	if (ctx->cuda.cudaGetDevice(saved) != cudaSuccess)
+		*saved = -1;
+	if (*saved == device)
+		return 0;
+	e = ctx->cuda.cudaSetDevice(device);
+	if (e != cudaSuccess)
+		return gp_err(ctx, -ENODEV, "cudaSetDevice(%d): %s", device,
+			      gp_cuda_errstr(ctx, e));
+	return 0;
+}
+
+void gp_cuda_leave(struct gp_ctx *ctx, int saved)
+{
+	int cur;
+
+	if (saved < 0)
+		return;
+	if (ctx->cuda.cudaGetDevice(&cur) == cudaSuccess && cur == saved)
+		return;
+	ctx->cuda.cudaSetDevice(saved);
+}

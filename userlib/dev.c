@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dev.c - the device pools: the BFC core over cudaMalloc segments (see
+ * dev.h for the per-stream layout and stream safety).
+ *
+ * Growth is TensorFlow's Extend: the first segment is dev_initial_segment
+ * (2 MiB); the size doubles until it holds the request, and doubles again
+ * after each growth that did not need that; a segment is clipped to what the
+ * limit leaves; when cudaMalloc refuses, the size backs off to 90% at a time
+ * down to the request itself.  When nothing fits: poll pending frees,
+ * release wholly free segments of every stream (cudaFree) and try again,
+ * then wait for pending frees (cudaEventSynchronize) and try once more
+ * before reporting out-of-memory (with GPUPOOL_DEBUG, the memory map goes to
+ * stderr).
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "dev.h"
+
+#define GP_DEV_MAX_SEG	(1ull << 46)	/* doubling stops here */
+
+static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
+			     gp_stream_t stream, struct gp_dstream **out)
+{
+	struct gp_dstream *ds = calloc(1, sizeof(*ds));
+	struct bfc_params bp;
+
+	if (!ds)
+		return gp_err(ctx, -ENOMEM, "out of memory for a stream pool");
+	bfc_params_default(&bp, GP_DEV_GRAN);
+	if (bfc_create(&ds->b, &bp)) {
+		free(ds);
+		return gp_err(ctx, -ENOMEM, "out of memory for a stream pool");
+	}
+	ds->stream = stream;
+	ds->next = p->streams;
+	p->streams = ds;
+	p->st.streams++;
+	*out = ds;
+	return 0;
+}
+
+static struct gp_dstream *gp_dstream_find(struct gp_dpool *p, gp_stream_t s)
+{
+	struct gp_dstream *ds;
+
+	for (ds = p->streams; ds; ds = ds->next)
+		if (ds->stream == s)
+			return ds;
+	return NULL;
+}
+
+struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create)
+{
+	struct gp_dpool *p;
+	size_t free_b = 0, total = 0;
+	int saved;
+
+	if (!ctx->cuda.usable || device < 0 || device >= ctx->cuda.device_count)
+		return NULL;
+	p = __atomic_load_n(&ctx->dev[device], __ATOMIC_ACQUIRE);
+	if (p || !create)
+		return p;
+	pthread_mutex_lock(&ctx->dev_lock);
+	p = ctx->dev[device];
+	if (p)
+		goto out;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		goto out;
+	pthread_mutex_init(&p->lock, NULL);
+	p->device = device;
+	p->st.next_segment = ctx->opt.dev_initial_segment;
+	if (!gp_cuda_enter(ctx, device, &saved)) {
+		if (ctx->cuda.cudaMemGetInfo(&free_b, &total) == cudaSuccess)
+			p->total_mem = total;
+		else
+			ctx->cuda.cudaGetLastError();
+		gp_cuda_leave(ctx, saved);
+	}
+	p->limit = ctx->opt.dev_limit;
+	if (ctx->opt.dev_limit_fraction > 0.0 && p->total_mem) {
+		uint64_t f = (uint64_t)(ctx->opt.dev_limit_fraction *
+					(double)p->total_mem);
+
+		if (!p->limit || f < p->limit)
+			p->limit = f;
+	}
+	p->limit &= ~(GP_DEV_GRAN - 1);
+	p->st.limit = p->limit;
+	gp_debug(ctx, "device %d pool: %llu bytes total, limit %llu", device,
+		 (unsigned long long)p->total_mem, (unsigned long long)p->limit);
+	__atomic_store_n(&ctx->dev[device], p, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&ctx->dev_lock);
+	return p;
+}
+
+/* Segments ------------------------------------------------------------------ */
+
+struct gp_release_arg {
+	struct gp_ctx *ctx;
+	struct gp_dpool *p;
+	struct gp_dstream *ds;
+};
+
+static void gp_dseg_release(void *arg, uint64_t base, uint64_t size)
+{
+	struct gp_release_arg *a = arg;
+
+	gp_map_del(&a->ds->segs, base);
+	if (a->ctx->cuda.cudaFree((void *)(uintptr_t)base) != cudaSuccess)
+		a->ctx->cuda.cudaGetLastError();
+	a->p->st.cuda_frees++;
+	a->p->st.reserved -= size;
+	a->p->st.segments--;
+	gp_debug(a->ctx, "device %d: segment %#llx + %llu released", a->p->device,
+		 (unsigned long long)base, (unsigned long long)size);
+}
+
+/* cudaFree every wholly free segment of the pool; bytes released.  Stream
+ * pools left empty are forgotten, except `keep` (the caller's).
+ */
+static uint64_t gp_dpool_release_free(struct gp_ctx *ctx, struct gp_dpool *p,
+				      struct gp_dstream *keep)
+{
+	struct gp_release_arg a = { ctx, p, NULL };
+	struct gp_dstream **pp = &p->streams, *ds;
+	uint64_t n = 0;
+	int saved;
+
+	if (gp_cuda_enter(ctx, p->device, &saved))
+		return 0;
+	while ((ds = *pp)) {
+		a.ds = ds;
+		n += bfc_remove_free_regions(ds->b, gp_dseg_release, &a);
+		if (ds->segs.count == 0 && ds != keep) {
+			/* A stream with nothing left: forget it. */
+			*pp = ds->next;
+			bfc_destroy(ds->b);
+			gp_map_destroy(&ds->segs);
+			free(ds);
+			p->st.streams--;
+			continue;
+		}
+		pp = &ds->next;
+	}
+	gp_cuda_leave(ctx, saved);
+	return n;
+}
+
+/* Add a segment that holds `size` bytes to ds (TensorFlow's Extend). */
+static int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
+			     struct gp_dstream *ds, uint64_t size)
+{
+	uint64_t rounded = gp_round_up(size, GP_DEV_GRAN), bytes, avail = 0;
+	bool increased = false;
+	void *base = NULL;
+	cudaError_t e;
+	int ret, saved;
+
+	if (p->limit) {
+		avail = p->limit > p->st.reserved ? p->limit - p->st.reserved : 0;
+		if (avail < rounded)
+			return -ENOMEM;
+	}
+	bytes = p->st.next_segment;
+	while (bytes < rounded && bytes < GP_DEV_MAX_SEG) {
+		bytes *= 2;
+		increased = true;
+	}
+	p->st.next_segment = bytes;
+	if (bytes < rounded)
+		bytes = rounded;
+	if (p->limit && bytes > avail)
+		bytes = avail & ~(GP_DEV_GRAN - 1);
+
+	ret = gp_cuda_enter(ctx, p->device, &saved);
+	if (ret)
+		return ret;
+	for (;;) {
+		e = ctx->cuda.cudaMalloc(&base, bytes);
+		if (e == cudaSuccess)
+			break;
+		ctx->cuda.cudaGetLastError();
+		p->st.malloc_refusals++;
+		gp_debug(ctx, "device %d: cudaMalloc(%llu) refused: %s", p->device,
+			 (unsigned long long)bytes, gp_cuda_errstr(ctx, e));
+		if (bytes == rounded) {
+			gp_cuda_leave(ctx, saved);
+			return -ENOMEM;
+		}
+		p->st.backpedals++;
+		bytes = (bytes / 10 * 9) & ~(GP_DEV_GRAN - 1);
+		if (bytes < rounded)
+			bytes = rounded;
+	}
+	gp_cuda_leave(ctx, saved);
+	p->st.cuda_mallocs++;
+	ret = bfc_add_region(ds->b, (uint64_t)(uintptr_t)base, bytes, NULL);
+	if (!ret)
+		ret = gp_map_put(&ds->segs, (uint64_t)(uintptr_t)base,
+				 (void *)(uintptr_t)bytes);
+	if (ret) {
+		/* Unlikely: metadata.  The region may be in the core. */
+		struct gp_release_arg a = { ctx, p, ds };
+
+		p->st.reserved += bytes;
+		p->st.segments++;
+		if (bfc_remove_free_regions(ds->b, gp_dseg_release, &a) == 0) {
+			ctx->cuda.cudaFree(base);
+			p->st.reserved -= bytes;
+			p->st.segments--;
+		}
+		return gp_err(ctx, -ENOMEM, "out of memory for pool metadata");
+	}
+	p->st.reserved += bytes;
+	if (p->st.reserved > p->st.peak_reserved)
+		p->st.peak_reserved = p->st.reserved;
+	p->st.segments++;
+	/* TensorFlow: a growth that did not have to grow the size to fit
+	 * doubles it for the next one.
+	 */
+	if (!increased && p->st.next_segment < GP_DEV_MAX_SEG)
+		p->st.next_segment *= 2;
+	gp_debug(ctx, "device %d: segment %p + %llu for stream %p", p->device,
+		 base, (unsigned long long)bytes, (void *)ds->stream);
+	return 0;
+}
+
+/* Allocation ---------------------------------------------------------------- */
+
+static int gp_dpool_try(struct gp_dstream *ds, uint64_t size, bfc_handle_t *h,
+			uint64_t *addr)
+{
+	return bfc_alloc(ds->b, size, h, addr) == 0 ? 0 : -ENOMEM;
+}
+
+static int gp_dpool_alloc(struct gp_ctx *ctx, struct gp_dpool *p,
+			  struct gp_dstream *ds, uint64_t size, bfc_handle_t *h,
+			  uint64_t *addr)
+{
+	if (p->pending)
+		gp_pending_poll(ctx, p, false);
+	if (!gp_dpool_try(ds, size, h, addr))
+		return 0;
+	if (!gp_dstream_extend(ctx, p, ds, size) && !gp_dpool_try(ds, size, h, addr))
+		return 0;
+	/* Nothing fits and no growth: give cached segments back, retry. */
+	if (gp_dpool_release_free(ctx, p, ds))
+		gp_debug(ctx, "device %d: released free segments to fit %llu",
+			 p->device, (unsigned long long)size);
+	if (!gp_dstream_extend(ctx, p, ds, size) && !gp_dpool_try(ds, size, h, addr))
+		return 0;
+	if (p->pending) {
+		/* Last resort: wait for blocks freed behind events. */
+		gp_pending_poll(ctx, p, true);
+		if (!gp_dpool_try(ds, size, h, addr))
+			return 0;
+		gp_dpool_release_free(ctx, p, ds);
+		if (!gp_dstream_extend(ctx, p, ds, size) &&
+		    !gp_dpool_try(ds, size, h, addr))
+			return 0;
+	}
+	return -ENOMEM;
+}
+
+GP_API int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
+			gp_stream_t stream, void **ptr)
+{
+	struct bfc_chunk_info ci;
+	struct gp_dstream *ds;
+	struct gp_dpool *p;
+	uint64_t addr;
+	bfc_handle_t h;
+	int ret;
+
+	if (!ctx || !ptr)
+		return -EINVAL;
+	if (!size)
+		return gp_err(ctx, -EINVAL, "gp_dev_alloc: size 0");
+	p = gp_dpool_get(ctx, device, true);
+	if (!p)
+		return gp_err(ctx, -ENODEV, "gp_dev_alloc: %s",
+			      ctx->cuda.usable ? "no such device (or out of memory)" :
+			      "CUDA is not usable (see gp_info)");
+	pthread_mutex_lock(&p->lock);
+	ds = gp_dstream_find(p, stream);
+	if (!ds) {
+		ret = gp_dstream_create(ctx, p, stream, &ds);
+		if (ret)
+			goto out;
+	}
+	ret = gp_dpool_alloc(ctx, p, ds, size, &h, &addr);
+	if (ret) {
+		char a[32], b[32], c[32], d[32];
+
+		p->st.ooms++;
+		ret = gp_err(ctx, -ENOMEM,
+			     "out of memory on device %d: %s asked, %s reserved, %s in "
+			     "use, limit %s%s", device,
+			     gp_fmt_bytes(a, sizeof(a), size),
+			     gp_fmt_bytes(b, sizeof(b), p->st.reserved),
+			     gp_fmt_bytes(c, sizeof(c), p->st.in_use),
+			     p->limit ? gp_fmt_bytes(d, sizeof(d), p->limit) : "none",
+			     ctx->debug ? "" : " (GPUPOOL_DEBUG=1 prints the memory map)");
+		if (ctx->debug)
+			gp_dpool_dump(ctx, p, size);
+		goto out;
+	}
+	bfc_chunk_info(ds->b, h, &ci);
+	p->st.in_use += ci.size;
+	p->st.requested += size;
+	if (p->st.in_use > p->st.peak_in_use)
+		p->st.peak_in_use = p->st.in_use;
+	p->st.allocs++;
+	*ptr = (void *)(uintptr_t)addr;
+out:
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+/* The stream pool holding the in-use block at addr (hint first). */
+static struct gp_dstream *gp_dblock_find(struct gp_dpool *p, uint64_t addr,
+					 gp_stream_t hint, bfc_handle_t *h)
+{
+	struct gp_dstream *ds = gp_dstream_find(p, hint);
+
+	if (ds && !bfc_lookup(ds->b, addr, h))
+		return ds;
+	for (ds = p->streams; ds; ds = ds->next)
+		if (ds->stream != hint && !bfc_lookup(ds->b, addr, h))
+			return ds;
+	return NULL;
+}
+
+/* Find the pool and stream of ptr and lock the pool; device -1: search. */
+static struct gp_dpool *gp_dpool_of(struct gp_ctx *ctx, int device, void *ptr,
+				    gp_stream_t hint, struct gp_dstream **ds,
+				    bfc_handle_t *h)
+{
+	int d, lo = 0, hi = ctx->cuda.usable ? ctx->cuda.device_count : 0;
+
+	if (device >= 0 && device < hi)
+		lo = device, hi = device + 1;
+	for (d = lo; d < hi; d++) {
+		struct gp_dpool *p = gp_dpool_get(ctx, d, false);
+
+		if (!p)
+			continue;
+		pthread_mutex_lock(&p->lock);
+		*ds = gp_dblock_find(p, (uint64_t)(uintptr_t)ptr, hint, h);
+		if (*ds)
+			return p;
+		pthread_mutex_unlock(&p->lock);
+	}
+	return NULL;
+}
+
+int gp_dev_free_on(struct gp_ctx *ctx, int device, void *ptr, gp_stream_t stream)
+{
+	struct gp_dstream *ds;
+	struct gp_dpool *p;
+	bfc_handle_t h;
+	int ret;
+
+	if (!ctx)
+		return -EINVAL;
+	if (!ptr)
+		return 0;
+	p = gp_dpool_of(ctx, device, ptr, stream, &ds, &h);
+	if (!p)
+		return gp_err(ctx, -EINVAL,
+			      "gp_dev_free: %p is not a device block of this context", ptr);
+	ret = gp_dstream_free(ctx, p, ds, h, stream);
+	if (!ret)
+		p->st.frees++;
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+GP_API int gp_dev_free(struct gp_ctx *ctx, void *ptr, gp_stream_t stream)
+{
+	return gp_dev_free_on(ctx, -1, ptr, stream);
+}
+
+GP_API int gp_dev_record_stream(struct gp_ctx *ctx, void *ptr, gp_stream_t stream)
+{
+	struct gp_dstream *ds;
+	struct gp_dpool *p;
+	bfc_handle_t h;
+	int ret;
+
+	if (!ctx || !ptr)
+		return -EINVAL;
+	p = gp_dpool_of(ctx, -1, ptr, stream, &ds, &h);
+	if (!p)
+		return gp_err(ctx, -EINVAL,
+			      "gp_dev_record_stream: %p is not a device block of this context",
+			      ptr);
+	ret = gp_dstream_add_use(p, ds, h, stream);
+	pthread_mutex_unlock(&p->lock);
+	return ret ? gp_err(ctx, ret, "out of memory for stream uses") : 0;
+}
+
+GP_API int gp_dev_trim(struct gp_ctx *ctx, int device, uint64_t *released)
+{
+	uint64_t n = 0;
+	int d;
+
+	if (!ctx)
+		return -EINVAL;
+	if (device >= 0 && (!ctx->cuda.usable || device >= ctx->cuda.device_count))
+		return gp_err(ctx, -ENODEV, "gp_dev_trim: no device %d", device);
+	for (d = 0; ctx->cuda.usable && d < ctx->cuda.device_count; d++) {
+		struct gp_dpool *p = gp_dpool_get(ctx, d, false);
+
+		if (!p || (device >= 0 && d != device))
+			continue;
+		pthread_mutex_lock(&p->lock);
+		if (p->pending)
+			gp_pending_poll(ctx, p, false);
+		n += gp_dpool_release_free(ctx, p, NULL);
+		pthread_mutex_unlock(&p->lock);
+	}
+	if (released)
+		*released = n;
+	return 0;
+}
+
+GP_API int gp_dev_stats(struct gp_ctx *ctx, int device, struct gp_dev_stats *st)
+{
+	struct gp_dpool *p;
+
+	if (!ctx || !st)
+		return -EINVAL;
+	if (!ctx->cuda.usable || device < 0 || device >= ctx->cuda.device_count)
+		return gp_err(ctx, -ENODEV, "gp_dev_stats: no device %d", device);
+	p = gp_dpool_get(ctx, device, false);
+	if (!p) {
+		memset(st, 0, sizeof(*st));
+		st->next_segment = ctx->opt.dev_initial_segment;
+		return 0;
+	}
+	pthread_mutex_lock(&p->lock);
+	*st = p->st;
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+/* Close --------------------------------------------------------------------- */
+
+static int gp_fini_chunk(void *arg, const struct bfc_chunk_info *c)
+{
+	(void)arg;
+	if (c->in_use && c->tag) {
+		struct gp_uses *u = (struct gp_uses *)(uintptr_t)c->tag;
+
+		free(u->s);
+		free(u);
+	}
+	return 0;
+}
+
+static void gp_fini_seg(void *arg, uint64_t base, void *size)
+{
+	struct gp_ctx *ctx = arg;
+
+	(void)size;
+	if (ctx->cuda.cudaFree((void *)(uintptr_t)base) != cudaSuccess)
+		ctx->cuda.cudaGetLastError();
+}
+
+void gp_dev_fini(struct gp_ctx *ctx)
+{
+	int d, saved;
+
+	if (!ctx->dev)
+		return;
+	for (d = 0; d < ctx->cuda.device_count; d++) {
+		struct gp_dpool *p = ctx->dev[d];
+
+		if (!p)
+			continue;
+		gp_cuda_enter(ctx, d, &saved);
+		gp_pending_poll(ctx, p, true);
+		while (p->streams) {
+			struct gp_dstream *ds = p->streams;
+
+			p->streams = ds->next;
+			bfc_for_each_chunk(ds->b, gp_fini_chunk, NULL);
+			gp_map_each(&ds->segs, gp_fini_seg, ctx);
+			gp_map_destroy(&ds->segs);
+			bfc_destroy(ds->b);
+			free(ds);
+		}
+		gp_events_destroy(ctx, p);
+		gp_cuda_leave(ctx, saved);
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+	}
+	free(ctx->dev);
+	ctx->dev = NULL;
+}

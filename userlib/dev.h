@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dev.h - the device pools, private to dev.c, dev_stream.c and snapshot.c.
+ *
+ * One pool per device (struct gp_dpool, its own mutex).  Inside it, one BFC
+ * core per stream (struct gp_dstream), as PyTorch keeps blocks per stream:
+ * a segment (one cudaMalloc) belongs to the stream that first needed it and
+ * its blocks are only handed out on that stream, so a block freed on its
+ * stream goes straight back into the core and is safe to reuse there at once
+ * (later work on the stream is ordered after earlier work).
+ *
+ * A block also used on other streams (gp_dev_record_stream, or freed on a
+ * stream that is not its own) carries a struct gp_uses in its core tag.  When
+ * it is freed, an event is recorded on each of those streams and the block
+ * stays "in use" in the core, on the pending list, until cudaEventQuery says
+ * every event has completed; only then is it freed into the core.  Pending
+ * blocks are not reused even on their own stream before that (simple and
+ * correct: the other streams may still touch them).  The list is polled on
+ * every allocation; before reporting out-of-memory the pool waits for it
+ * (cudaEventSynchronize).
+ */
+#ifndef GPUPOOL_USERLIB_DEV_H
+#define GPUPOOL_USERLIB_DEV_H
+
+#include "internal.h"
+
+/* Tag of an in-use block used on streams other than its own. */
+struct gp_uses {
+	uint32_t n, cap;
+	bool pending;		/* freed; waiting for events */
+	gp_stream_t *s;
+};
+
+struct gp_dstream {
+	gp_stream_t stream;
+	struct bfc *b;
+	struct gp_map segs;	/* segment base -> (void *)size */
+	struct gp_dstream *next;
+};
+
+struct gp_pending {
+	struct gp_dstream *ds;
+	bfc_handle_t h;
+	uint64_t size;
+	uint32_t nr_ev;
+	cudaEvent_t *ev;
+	struct gp_pending *next;
+};
+
+struct gp_dpool {
+	pthread_mutex_t lock;
+	int device;
+	struct gp_dstream *streams;
+	struct gp_pending *pending;
+	cudaEvent_t *evcache;	/* idle events, created on this device */
+	uint32_t nr_evcache, cap_evcache;
+	uint64_t limit;		/* 0 = none */
+	uint64_t total_mem;	/* cudaMemGetInfo at creation, 0 if unknown */
+	struct gp_dev_stats st;
+};
+
+/* dev.c */
+struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create);
+
+/* dev_stream.c (pool lock held) */
+/* Free the block h of ds: straight back, or pending behind events. */
+int gp_dstream_free(struct gp_ctx *ctx, struct gp_dpool *p,
+		    struct gp_dstream *ds, bfc_handle_t h, gp_stream_t stream);
+int gp_dstream_add_use(struct gp_dpool *p, struct gp_dstream *ds,
+		       bfc_handle_t h, gp_stream_t stream);
+/* Return completed pending blocks to their cores; wait for all with sync. */
+void gp_pending_poll(struct gp_ctx *ctx, struct gp_dpool *p, bool sync);
+/* Give back the pool's cached events (at close). */
+void gp_events_destroy(struct gp_ctx *ctx, struct gp_dpool *p);
+/* Is block h of ds waiting for events? */
+bool gp_block_pending(const struct bfc_chunk_info *ci);
+
+/* snapshot.c */
+void gp_dpool_dump(struct gp_ctx *ctx, struct gp_dpool *p, size_t asked);
+
+#endif /* GPUPOOL_USERLIB_DEV_H */

@@ -1,0 +1,11 @@
+# What it takes to compile libgpupool's sources: shared by userlib/Makefile
+# (the installed library) and tests/lib/Makefile (a sanitized copy).
+LIB_SRCS := $(wildcard $(TOP)/userlib/*.c) $(wildcard $(TOP)/core/*.c)
+LIB_HDRS := $(wildcard $(TOP)/userlib/*.h) $(wildcard $(TOP)/core/*.h) \
+	    $(TOP)/include/gpupool.h $(TOP)/include/uapi/linux/gpupool.h
+LIB_CPPFLAGS := $(CPPFLAGS) -I$(TOP)/userlib -I$(TOP)/core \
+		-DGP_HAVE_CUDA_HEADERS=$(HAVE_CUDA)
+ifeq ($(HAVE_CUDA),1)
+LIB_CPPFLAGS += -isystem $(CUDA_HOME)/include
+endif
+LIB_LIBS := -ldl -pthread

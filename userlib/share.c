@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * share.c - buffers crossing processes: gp_host_export() turns a
+ * GP_HOST_SHARED buffer (a segment of its own, never cached) into a file
+ * descriptor; gp_host_import() maps such a descriptor, pins and registers it
+ * in the importing process.  Only whole segments are shared, so an importer
+ * never sees another buffer's bytes.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+GP_API int gp_host_export(struct gp_ctx *ctx, void *ptr, int *fd)
+{
+	struct gp_seg *seg;
+	int ret;
+
+	if (!ctx || !fd)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->host_lock);
+	seg = gp_map_get(&ctx->own, (uint64_t)(uintptr_t)ptr);
+	if (!seg || seg->fd < 0) {
+		ret = gp_err(ctx, -EINVAL,
+			     "gp_host_export: %p is not a GP_HOST_SHARED buffer of this "
+			     "context (allocate it with GP_HOST_SHARED to share it)", ptr);
+		goto out;
+	}
+	ret = ctx->ops->export_fd(ctx, seg, fd);
+	if (!ret)
+		ctx->hst.exports++;
+out:
+	pthread_mutex_unlock(&ctx->host_lock);
+	return ret;
+}
+
+GP_API int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size)
+{
+	struct gp_seg *seg;
+	cudaError_t e;
+	int ret;
+
+	if (!ctx || !ptr || fd < 0)
+		return -EINVAL;
+	seg = calloc(1, sizeof(*seg));
+	if (!seg)
+		return gp_err(ctx, -ENOMEM, "out of memory for segment metadata");
+	seg->fd = -1;
+	seg->kind = GP_SEG_IMPORT;
+	pthread_mutex_lock(&ctx->host_lock);
+	ret = ctx->ops->import_fd(ctx, fd, seg);
+	if (ret)
+		goto out_free;
+	if (ctx->cuda.usable) {
+		unsigned int fl = cudaHostRegisterPortable;
+
+		if (ctx->opt.flags & GP_OPEN_HOST_MAPPED)
+			fl |= cudaHostRegisterMapped;
+		ctx->hst.register_calls++;
+		e = ctx->cuda.cudaHostRegister((void *)(uintptr_t)seg->addr,
+					       seg->size, fl);
+		if (e != cudaSuccess) {
+			ctx->cuda.cudaGetLastError();
+			ret = gp_err(ctx, -EIO, "import: cudaHostRegister: %s",
+				     gp_cuda_errstr(ctx, e));
+			goto out_unmap;
+		}
+		seg->registered = true;
+		ctx->hst.registered++;
+	}
+	if (gp_map_put(&ctx->own, seg->addr, seg)) {
+		ret = gp_err(ctx, -ENOMEM, "out of memory for buffer metadata");
+		goto out_unregister;
+	}
+	seg->next = ctx->segs;
+	if (ctx->segs)
+		ctx->segs->prev = seg;
+	ctx->segs = seg;
+	seg->nr_used = 1;
+	seg->requested = seg->size;
+	ctx->hst.reserved += seg->size;
+	if (ctx->hst.reserved > ctx->hst.peak_reserved)
+		ctx->hst.peak_reserved = ctx->hst.reserved;
+	ctx->hst.segments++;
+	if (seg->huge)
+		ctx->hst.segments_huge++;
+	ctx->hst.in_use += seg->size;
+	ctx->hst.requested += seg->size;
+	ctx->hst.imports++;
+	*ptr = (void *)(uintptr_t)seg->addr;
+	if (size)
+		*size = seg->size;
+	pthread_mutex_unlock(&ctx->host_lock);
+	return 0;
+
+out_unregister:
+	if (seg->registered) {
+		ctx->hst.unregister_calls++;
+		ctx->cuda.cudaHostUnregister((void *)(uintptr_t)seg->addr);
+		ctx->hst.registered--;
+	}
+out_unmap:
+	ctx->ops->unmap(ctx, seg);
+out_free:
+	pthread_mutex_unlock(&ctx->host_lock);
+	free(seg);
+	return ret;
+}

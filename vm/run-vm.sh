@@ -1,0 +1,285 @@
+#!/bin/bash
+# Boot a kernel under qemu (TCG), run the in-VM test programs, judge them.
+#
+# Usage: vm/run-vm.sh --kernel RELEASE|BZIMAGE [options]
+#
+#   --kernel REL        a Debian kernel: /boot/vmlinuz-REL, /lib/modules/REL
+#   --kernel BZIMAGE    a kernel image we built; add --kbuild DIR (its build
+#                       tree) when virtio/9p are modules there
+#   --kbuild DIR        kernel build tree (modules.order/modules.builtin/.config)
+#   --name NAME         suite name (results file, build dir); default: the
+#                       release (for a bzImage: DIR's kernel.release or the
+#                       version in the image)
+#   --ko FILE           gpupool.ko to test (tests get it as $GPUPOOL_KO)
+#   --tests DIR         directory of test programs (default: $O/tests/vm)
+#   --filter PATS       comma-separated shell patterns on test names
+#   --timeout S         bound for the whole VM run (default 600)
+#   --test-timeout S    bound for one test program (default 300)
+#   --mem SIZE          guest memory (default 1G; 2G with --numa)
+#   --smp N             guest CPUs (default 2)
+#   --numa              two NUMA nodes, memory and CPUs split between them
+#   --kmemleak MODE     end (default) | each (scan after every test) | off
+#   --cmdline-extra S   appended to the kernel command line
+#   --build-dir DIR     build tree (default: $O, else <repo>/build)
+#   --shell             interactive shell instead of the tests (vm/shell.sh)
+#   --load PARAMS       insmod the --ko with PARAMS first: with --shell once;
+#                       for tests before every test program (each gets a
+#                       freshly loaded module; the runner unloads it after)
+#   --env VAR=VALUE     export VAR to the tests (repeatable)
+#   --run COMMAND       instead of test programs, run COMMAND (sh -c) once as
+#                       the single "test" named run: it passes when COMMAND
+#                       exits 0 and the kernel log stays clean (make demo)
+#   --no-pvh            boot the bzImage through the firmware (slow) instead
+#                       of the extracted vmlinux through PVH
+#   --quiet             don't stream the test output while it runs
+#
+# Exit status: 0 all passed; 1 a test failed, a splat was seen, or the VM
+# did not finish (timeout, panic); 2 usage or setup error.
+#
+# Writes $O/vm/NAME/{console.log,tests.log,scratch/} (kernel log, test
+# output, dmesg and kmemleak reports) and $RESULTS_DIR/vm-NAME.counts
+# ("pass=N fail=N skip=N"; RESULTS_DIR defaults to $O/results).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+
+kernel='' kbuild='' name='' ko='' tests='' filter='' timeout=600 test_timeout=300
+pvh=1 load=0 run_cmd='' envs=() load_params='' mem='' smp=2 numa=0 kmemleak=end cmdline_extra='' builddir=${O:-} shell=0 quiet=0
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-2}"; }
+die() { echo "run-vm: $*" >&2; exit 2; }
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--kernel) kernel=$2; shift 2 ;;
+	--kbuild) kbuild=$2; shift 2 ;;
+	--name) name=$2; shift 2 ;;
+	--ko) ko=$2; shift 2 ;;
+	--tests) tests=$2; shift 2 ;;
+	--filter) filter=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--test-timeout) test_timeout=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--numa) numa=1; shift ;;
+	--kmemleak) kmemleak=$2; shift 2 ;;
+	--cmdline-extra) cmdline_extra="$cmdline_extra $2"; shift 2 ;;
+	--build-dir) builddir=$2; shift 2 ;;
+	--shell) shell=1; shift ;;
+	--load) load=1; load_params=$2; shift 2 ;;
+	--env) [[ $2 == [A-Za-z_]*=* ]] || die "--env: VAR=VALUE"; envs+=("$2"); shift 2 ;;
+	--run) run_cmd=$2; shift 2 ;;
+	--no-pvh) pvh=0; shift ;;
+	--quiet) quiet=1; shift ;;
+	-h|--help) usage 0 ;;
+	*) echo "run-vm: unknown argument: $1" >&2; usage ;;
+	esac
+done
+
+[ -n "$kernel" ] || { echo "run-vm: --kernel is required" >&2; usage; }
+case $kmemleak in end|each|off) ;; *) die "--kmemleak: end, each or off" ;; esac
+[[ $timeout =~ ^[0-9]+$ ]] || die "--timeout: seconds"
+[[ $test_timeout =~ ^[0-9]+$ ]] || die "--test-timeout: seconds"
+[[ $smp =~ ^[0-9]+$ ]] || die "--smp: a number"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: apt-get install qemu-system-x86"
+command -v python3 >/dev/null || die "python3 missing"
+
+builddir=${builddir:-$repo/build}
+mkdir -p "$builddir"
+builddir=$(cd "$builddir" && pwd)
+
+# --- the kernel -------------------------------------------------------------
+if [ -f "$kernel" ]; then
+	vmlinuz=$(realpath "$kernel")
+	if [ -n "$kbuild" ]; then
+		[ -d "$kbuild" ] || die "--kbuild $kbuild: no such directory"
+		kbuild=$(cd "$kbuild" && pwd)
+		rel=$(cat "$kbuild/include/config/kernel.release" 2>/dev/null || true)
+	else
+		# The version string a bzImage carries (setup header, offset 0x20e).
+		rel=$(python3 - "$vmlinuz" <<'EOF'
+import struct, sys
+d = open(sys.argv[1], 'rb').read(65536)
+try:
+    off = struct.unpack_from('<H', d, 0x20e)[0] + 0x200
+    print(d[off:off + 128].split(b'\0')[0].split()[0].decode())
+except Exception:
+    print('')
+EOF
+)
+	fi
+	initargs=(--kbuild "${kbuild:-}")
+	[ -n "$kbuild" ] || initargs=(--none)
+	name=${name:-${rel:-$(basename "$vmlinuz")}}
+else
+	case $kernel in */*) die "--kernel $kernel: no such file" ;; esac
+	rel=$kernel
+	vmlinuz=/boot/vmlinuz-$rel
+	[ -f "$vmlinuz" ] || die "$vmlinuz not found (installed: $(cd /boot && echo vmlinuz-*))"
+	[ -r "$vmlinuz" ] || die "$vmlinuz not readable"
+	[ -d "/lib/modules/$rel" ] || die "/lib/modules/$rel not found"
+	initargs=(--moddir "/lib/modules/$rel")
+	name=${name:-$rel}
+fi
+[[ $name =~ ^[A-Za-z0-9._+-]+$ ]] || die "suite name '$name' has odd characters; use --name"
+
+vmdir=$builddir/vm/$name
+results=${RESULTS_DIR:-$builddir/results}
+mkdir -p "$vmdir" "$results"
+exec 9> "$vmdir/.lock"
+flock -n 9 || die "another run-vm.sh is using $vmdir"
+
+initramfs=$("$here/mkinitramfs.sh" --out "$vmdir/initramfs.cpio" "${initargs[@]}")
+
+# Boot the uncompressed vmlinux through qemu's PVH entry when the kernel has
+# one: under TCG, SeaBIOS loading a bzImage plus its self-decompression cost
+# 5-14 s before the first kernel message; PVH starts the kernel in ~1 s.
+# Cached per kernel image (size, mtime, path).
+boot=$vmlinuz
+if [ $pvh = 1 ]; then
+	vkey="$(stat -L -c '%n %s %Y' "$vmlinuz") $(cksum < "$here/extract-vmlinux.py")"
+	if [ -f "$vmdir/vmlinux" ] && [ "$(cat "$vmdir/vmlinux.key" 2>/dev/null)" = "$vkey" ]; then
+		boot=$vmdir/vmlinux
+	else
+		rm -f "$vmdir/vmlinux" "$vmdir/vmlinux.key"
+		if python3 "$here/extract-vmlinux.py" "$vmlinuz" "$vmdir/vmlinux"; then
+			echo "$vkey" > "$vmdir/vmlinux.key"
+			boot=$vmdir/vmlinux
+		else
+			echo "run-vm: booting the bzImage (slower) instead" >&2
+		fi
+	fi
+fi
+
+# --- what the guest runs ------------------------------------------------------
+tests=${tests:-$builddir/tests/vm}
+if [ -d "$tests" ]; then tests=$(cd "$tests" && pwd)
+elif [ $shell = 0 ]; then die "tests directory $tests not found (build it: make -C tests/vm O=...)"
+fi
+if [ -n "$ko" ]; then
+	[ -f "$ko" ] || die "--ko $ko: no such file"
+	ko=$(realpath "$ko")
+fi
+
+scratch=$vmdir/scratch
+rm -rf "$scratch"
+mkdir -p "$scratch"
+q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+{
+	echo "export VM_MODE=$([ $shell = 1 ] && echo shell || echo test)"
+	echo "export VM_REPO=$(q "$repo")"
+	echo "export VM_RUNNER=$(q "$here/guest-run.sh")"
+	echo "export VM_SCRATCH=$(q "$scratch")"
+	echo "export VM_FILTER=$(q "$filter")"
+	echo "export VM_TEST_TIMEOUT=$(q "$test_timeout")"
+	echo "export VM_KMEMLEAK=$(q "$kmemleak")"
+	echo "export GPUPOOL_TESTS_DIR=$(q "$tests")"
+	echo "export GPUPOOL_KO=$(q "$ko")"
+	echo "export VM_LOAD_PARAMS=$(q "$load_params")"
+	echo "export VM_LOAD=$load"
+	echo "export VM_RUN=$(q "$run_cmd")"
+	for e in ${envs[@]+"${envs[@]}"}; do
+		echo "export ${e%%=*}=$(q "${e#*=}")"
+	done
+	# Host paths the guest must still see once /tmp and /run are tmpfs.
+	echo "VM_KEEP=$(q "$here $tests ${ko:+$(dirname "$ko")} $repo")"
+} > "$scratch/run.conf"
+
+# --- qemu ----------------------------------------------------------------------
+if [ $numa = 1 ]; then
+	mem=${mem:-2G}
+	[ "$smp" -ge 2 ] || smp=2
+	[ $((smp % 2)) = 0 ] || die "--numa needs an even --smp (one socket per node)"
+fi
+mem=${mem:-1G}
+mem_mb=$(numfmt --from=iec "${mem%B}" 2>/dev/null) || die "--mem $mem: e.g. 1G, 512M"
+mem_mb=$((mem_mb / 1048576))
+
+# With --numa each node is a socket of its own: CPUs of one socket (one
+# LLC) on two nodes make the kernel WARN in topology_sane() at boot.
+smp_arg=$smp
+[ $numa = 1 ] && smp_arg="$smp,sockets=2,cores=$((smp / 2)),threads=1"
+qemu=(qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp "$smp_arg"
+	-m "${mem_mb}M" -nodefaults -no-user-config -display none -vga none
+	-no-reboot -kernel "$boot" -initrd "$initramfs"
+	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
+	-virtfs "local,path=$scratch,mount_tag=scratch,security_model=none,multidevs=remap")
+if [ $numa = 1 ]; then
+	half=$((mem_mb / 2))
+	c0=$((smp / 2))
+	qemu+=(-object "memory-backend-ram,id=mem0,size=${half}M"
+		-object "memory-backend-ram,id=mem1,size=$((mem_mb - half))M"
+		-numa "node,nodeid=0,cpus=0-$((c0 - 1)),memdev=mem0"
+		-numa "node,nodeid=1,cpus=$c0-$((smp - 1)),memdev=mem1")
+fi
+
+# printk.devkmsg=on: never rate-limit our /dev/kmsg markers.
+# panic=-1 + -no-reboot: a panic ends qemu at once.
+cmdline="console=ttyS0 panic=-1 printk.devkmsg=on log_buf_len=8M"
+# Boot-time trims under TCG: no PS/2 probing, no crypto self-tests (6.1:
+# 0.5 s) ...
+cmdline+=" no_timer_check i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests"
+# ... and no jitter-entropy self-test (6.12: 0.3 s; the VM needs no entropy).
+cmdline+=" initcall_blacklist=jent_mod_init"
+# A task stuck in the kernel for 60 s is reported (a splat) well before
+# --timeout kills the VM.
+cmdline+=" sysctl.kernel.hung_task_timeout_secs=60"
+# Last, so that an extra "quiet" cannot hide splats or our markers from the
+# console log the verdict is drawn from.
+cmdline+="$cmdline_extra loglevel=7"
+
+console=$vmdir/console.log
+testlog=$vmdir/tests.log
+: > "$console"; : > "$testlog"
+
+if [ $shell = 1 ]; then
+	echo "run-vm: booting $name with a shell (Ctrl-A x quits qemu)" >&2
+	exec "${qemu[@]}" -append "$cmdline" -serial mon:stdio
+fi
+
+qemu+=(-append "$cmdline"
+	-chardev "file,id=con,path=$console" -serial chardev:con
+	-chardev "file,id=tst,path=$testlog" -serial chardev:tst
+	-monitor none)
+
+echo "run-vm: $name: booting $boot (smp=$smp mem=${mem_mb}M$([ $numa = 1 ] && echo ' numa=2 nodes'))" >&2
+t_start=$(date +%s.%N)
+timeout -k 5 "$timeout" "${qemu[@]}" > "$vmdir/qemu.out" 2>&1 &
+qpid=$!
+trap 'kill $qpid 2>/dev/null; exit 130' INT TERM
+
+# Stream the test output while it runs; note when the first test starts.
+# Stream the test output while it runs (a program's own output indented as
+# nested TAP); note when the first test starts.
+rm -f "$vmdir/.first-test"
+intest=0
+tail -n +1 -s 0.2 -f --pid=$qpid "$testlog" 2>/dev/null | while IFS= read -r line; do
+	line=${line%$'\r'}
+	case $line in
+	"# gpupool-test: begin "*)
+		[ -f "$vmdir/.first-test" ] || date +%s.%N > "$vmdir/.first-test"
+		intest=1 ;;
+	"# gpupool-test: end "*) intest=0 ;;
+	*) [ $intest = 1 ] && line="    $line" ;;
+	esac
+	[ $quiet = 1 ] || printf '%s\n' "$line"
+done
+set +e
+wait $qpid
+qrc=$?
+set -e
+t_end=$(date +%s.%N)
+trap - INT TERM
+
+timing=$(awk -v s="$t_start" -v e="$t_end" -v f="$(cat "$vmdir/.first-test" 2>/dev/null)" \
+	'BEGIN { printf "total %.1fs", e - s; if (f != "") printf ", boot to first test %.1fs", f - s }')
+if [ $qrc -ne 0 ] && [ $qrc -ne 124 ] && [ $qrc -ne 137 ]; then
+	echo "run-vm: qemu exited with status $qrc:" >&2
+	sed 's/^/run-vm:   /' "$vmdir/qemu.out" >&2
+fi
+
+python3 "$here/vmreport.py" --name "$name" --console "$console" \
+	--tests-log "$testlog" --scratch "$scratch" --qemu-rc "$qrc" \
+	--timeout "$timeout" --counts "$results/vm-$name.counts" \
+	--timing "$timing"
