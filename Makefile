@@ -80,6 +80,7 @@ demo: deps
 bench:
 	@$(SUBMAKE) -C bench bfc
 	@$(SUBMAKE) -C bench lib
+	@$(SUBMAKE) -C bench kmod
 
 checkpatch: ksft
 	@$(TOP)/scripts/checkpatch.sh

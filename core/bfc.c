@@ -197,6 +197,7 @@ static int hash_resize(struct bfc *b, uint32_t bits)
 	b->hash = t;
 	b->hash_mask = cap - 1;
 	b->hash_shift = 32 - bits;
+	b->hash_limit = cap / 8 * 3;
 	for (i = 0; i < old_cap; i++)
 		if (old[i].h)
 			hash_put(t, b->hash_mask, hash_home(b, old[i].fp),
@@ -209,7 +210,7 @@ static int hash_resize(struct bfc *b, uint32_t bits)
 /* Make sure one more entry keeps the load at most 3/8. */
 static int hash_reserve(struct bfc *b)
 {
-	if ((uint64_t)(b->hash_count + 1) * 8 <= (uint64_t)(b->hash_mask + 1) * 3)
+	if (b->hash_count < b->hash_limit)
 		return 0;
 	if (b->hash_shift <= 32 - HASH_MAX_BITS)
 		return -BFC_ENOMEM;

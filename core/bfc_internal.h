@@ -112,6 +112,7 @@ struct bfc {
 	uint32_t hash_mask;		/* capacity - 1 (a power of two) */
 	uint32_t hash_shift;		/* 32 - log2(capacity) */
 	uint32_t hash_count;
+	uint32_t hash_limit;		/* most entries at load 3/8 */
 
 	/* Regions: slots with stable indices, and their indices by base. */
 	struct bfc_region *regions;
@@ -145,17 +146,98 @@ static inline bool bfc__key_less(const struct bfc_chunk *a,
 	return a->size < b->size || (a->size == b->size && a->addr < b->addr);
 }
 
-/* bfc_tree.c: the free-chunk index. */
-void bfc__class_insert(struct bfc *b, uint32_t h);
-void bfc__class_remove(struct bfc *b, uint32_t h);
+/* bfc_tree.c: the free-chunk index.  The common cases (a class holding
+ * one chunk; the best fit being a class's cached minimum) are inline below;
+ * the tree work is out of line.
+ */
+void bfc__tree_insert(struct bfc *b, struct bfc_class *k, uint32_t h);
+void bfc__tree_remove(struct bfc *b, struct bfc_class *k, uint32_t h);
+bool bfc__tree_rekey(struct bfc *b, uint32_t o, uint32_t n);
+uint32_t bfc__find_fit_slow(const struct bfc *b, uint32_t c, uint64_t size);
+
+static inline void bfc__class_insert(struct bfc *b, uint32_t h)
+{
+	struct bfc_chunk *x = &b->chunks[h];
+	uint32_t c = bfc__class_of(b, x->size);
+	struct bfc_class *k = &b->cls[c];
+
+	x->cls = (uint16_t)c;
+	if (k->root) {
+		bfc__tree_insert(b, k, h);
+		return;
+	}
+	/* The first chunk of its class: the common case. */
+	x->t.parent = 0;
+	x->t.left = 0;
+	x->t.right = 0;
+	x->flags &= (uint8_t)~BFC_CF_RED;
+	k->root = h;
+	k->min = h;
+	b->sl_map[c >> BFC_SL_BITS] |= 1u << (c & (BFC_SL_COUNT - 1));
+	b->fl_map |= 1ull << (c >> BFC_SL_BITS);
+}
+
+static inline void bfc__class_remove(struct bfc *b, uint32_t h)
+{
+	struct bfc_chunk *x = &b->chunks[h];
+	uint32_t c = x->cls, fl = c >> BFC_SL_BITS;
+	struct bfc_class *k = &b->cls[c];
+
+	BFC_ASSERT(!(x->flags & BFC_CF_USED), "removing an in-use chunk from a class");
+	if (k->root != h || x->t.left || x->t.right) {
+		bfc__tree_remove(b, k, h);	/* others remain */
+		return;
+	}
+	/* The only chunk of its class: the common case. */
+	k->root = 0;
+	k->min = 0;
+	b->sl_map[fl] &= ~(1u << (c & (BFC_SL_COUNT - 1)));
+	if (!b->sl_map[fl])
+		b->fl_map &= ~(1ull << fl);
+}
+
 /* Chunk n takes the place of chunk o (in its class tree) when n's key (set
  * by the caller; n may be o, or a chunk in no class) belongs to the same
  * class and sorts between o's neighbours: no search, no rebalancing.
  * Returns false, changing nothing, otherwise; the caller then removes o
  * and inserts n (class_remove does not look at o's key).
  */
-bool bfc__class_rekey(struct bfc *b, uint32_t o, uint32_t n);
-uint32_t bfc__find_fit(const struct bfc *b, uint64_t size);
+static inline bool bfc__class_rekey(struct bfc *b, uint32_t o, uint32_t n)
+{
+	struct bfc_chunk *C = b->chunks;
+	uint32_t c = C[o].cls;
+	struct bfc_class *k = &b->cls[c];
+
+	if (k->root != o || C[o].t.left || C[o].t.right)
+		return bfc__tree_rekey(b, o, n);
+	/* o is alone in its class: n takes its place if in the same class. */
+	if (bfc__class_of(b, C[n].size) != c)
+		return false;
+	if (n != o) {
+		C[n].cls = (uint16_t)c;
+		C[n].t.parent = 0;
+		C[n].t.left = 0;
+		C[n].t.right = 0;
+		C[n].flags &= (uint8_t)~BFC_CF_RED;
+		k->root = n;
+		k->min = n;
+	}
+	return true;
+}
+
+/* The chunk best fitting a request of size bytes (a multiple of the
+ * granularity), or 0.
+ */
+static inline uint32_t bfc__find_fit(const struct bfc *b, uint64_t size)
+{
+	uint32_t c = bfc__class_of(b, size);
+	uint32_t m = b->cls[c].min;
+
+	if (m && b->chunks[m].size >= size)
+		return m;
+	return bfc__find_fit_slow(b, c, size);
+}
+
 uint32_t bfc__largest_free(const struct bfc *b);
 
 /* bfc.c: the address index (for bfc_check).  hash_has: addr -> h is

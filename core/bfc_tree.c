@@ -236,61 +236,36 @@ static void tree_delete(struct bfc_chunk *C, uint32_t *root, uint32_t z)
 	C[0].t.parent = 0;
 }
 
-void bfc__class_insert(struct bfc *b, uint32_t h)
+/* Insert h (its cls set) into k, which is not empty. */
+void bfc__tree_insert(struct bfc *b, struct bfc_class *k, uint32_t h)
 {
 	struct bfc_chunk *C = b->chunks;
-	uint32_t c = bfc__class_of(b, C[h].size);
-	struct bfc_class *k = &b->cls[c];
 
-	C[h].cls = (uint16_t)c;
-	if (!k->root) {
-		PARENT(h) = 0;
-		LEFT(h) = 0;
-		RIGHT(h) = 0;
-		SET_BLACK(h);
-		k->root = h;
-		k->min = h;
-		b->sl_map[c >> BFC_SL_BITS] |= 1u << (c & (BFC_SL_COUNT - 1));
-		b->fl_map |= 1ull << (c >> BFC_SL_BITS);
-		return;
-	}
 	if (bfc__key_less(&C[h], &C[k->min]))
 		k->min = h;
 	tree_insert(C, &k->root, h);
 }
 
-void bfc__class_remove(struct bfc *b, uint32_t h)
+/* Remove h from k, which holds other chunks too. */
+void bfc__tree_remove(struct bfc *b, struct bfc_class *k, uint32_t h)
 {
 	struct bfc_chunk *C = b->chunks;
-	uint32_t c = C[h].cls, fl = c >> BFC_SL_BITS;
-	struct bfc_class *k = &b->cls[c];
 
-	BFC_ASSERT(!(C[h].flags & BFC_CF_USED), "removing an in-use chunk from a class");
-	if (k->root != h || LEFT(h) || RIGHT(h)) {
-		/* Others remain. */
-		if (k->min == h) {
-			/* The minimum has no left child: its successor is the
-			 * leftmost node of its right subtree, or else its parent.
-			 */
-			uint32_t s = RIGHT(h);
+	if (k->min == h) {
+		/* The minimum has no left child: its successor is the
+		 * leftmost node of its right subtree, or else its parent.
+		 */
+		uint32_t s = RIGHT(h);
 
-			if (s) {
-				while (LEFT(s))
-					s = LEFT(s);
-			} else {
-				s = PARENT(h);
-			}
-			k->min = s;
+		if (s) {
+			while (LEFT(s))
+				s = LEFT(s);
+		} else {
+			s = PARENT(h);
 		}
-		tree_delete(C, &k->root, h);
-		return;
+		k->min = s;
 	}
-	/* The only chunk of its class: the common case. */
-	k->root = 0;
-	k->min = 0;
-	b->sl_map[fl] &= ~(1u << (c & (BFC_SL_COUNT - 1)));
-	if (!b->sl_map[fl])
-		b->fl_map &= ~(1ull << fl);
+	tree_delete(C, &k->root, h);
 }
 
 /* In-order neighbours (0 = none). */
@@ -322,7 +297,8 @@ static uint32_t tree_prev(const struct bfc_chunk *C, uint32_t x)
 	return p;
 }
 
-bool bfc__class_rekey(struct bfc *b, uint32_t o, uint32_t n)
+/* bfc__class_rekey where o is not alone in its class. */
+bool bfc__tree_rekey(struct bfc *b, uint32_t o, uint32_t n)
 {
 	struct bfc_chunk *C = b->chunks;
 	uint32_t c = C[o].cls, x;
@@ -375,29 +351,24 @@ static uint32_t next_class(const struct bfc *b, uint32_t c)
 	return (fl << BFC_SL_BITS) + (uint32_t)__builtin_ctz(b->sl_map[fl]);
 }
 
-uint32_t bfc__find_fit(const struct bfc *b, uint64_t size)
+/* bfc__find_fit when class c's minimum (if any) is smaller than size. */
+uint32_t bfc__find_fit_slow(const struct bfc *b, uint32_t c, uint64_t size)
 {
 	const struct bfc_chunk *C = b->chunks;
-	uint32_t c = bfc__class_of(b, size);
 	const struct bfc_class *k = &b->cls[c];
+	uint32_t x, best = 0;
 
-	if (k->root) {
-		uint32_t x, best = 0;
-
-		if (C[k->min].size >= size)
-			return k->min;
-		/* lower_bound((size, 0)) */
-		for (x = k->root; x; ) {
-			if (C[x].size >= size) {
-				best = x;
-				x = LEFT(x);
-			} else {
-				x = RIGHT(x);
-			}
+	/* lower_bound((size, 0)) */
+	for (x = k->root; x; ) {
+		if (C[x].size >= size) {
+			best = x;
+			x = LEFT(x);
+		} else {
+			x = RIGHT(x);
 		}
-		if (best)
-			return best;
 	}
+	if (best)
+		return best;
 	c = next_class(b, c);
 	return c == BFC_NO_CLASS ? 0 : b->cls[c].min;
 }

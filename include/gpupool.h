@@ -162,7 +162,9 @@ int gp_host_free(struct gp_ctx *ctx, void *ptr);
 /* A new file descriptor describing a GP_HOST_SHARED buffer, to pass to
  * another process (SCM_RIGHTS or fork) that calls gp_host_import().  *fd is
  * owned by the caller (close it); the buffer may be freed independently.
- * -EINVAL if ptr is not the start of a GP_HOST_SHARED buffer.
+ * -EINVAL if ptr is not the start of a GP_HOST_SHARED buffer of this context
+ * (on either backend: a buffer without GP_HOST_SHARED, or an imported one,
+ * whose descriptor is to be passed on instead).
  */
 int gp_host_export(struct gp_ctx *ctx, void *ptr, int *fd);
 /* Map a buffer exported by gp_host_export() in any process (same backend).

@@ -135,6 +135,7 @@ extern u64 gp_per_process_limit;
 /* pool.c: the sub-pools. */
 extern unsigned int gp_nr_nodes;
 extern struct gp_node **gp_nodes;
+extern struct workqueue_struct *gp_wq;
 
 int gp_pool_init(const int *nids, unsigned int nr, u64 pool_size,
 		 u64 max_size, bool strict);
@@ -153,6 +154,14 @@ void gp_pool_stats(struct gpupool_pool_stats *total,
 void gp_pool_count_limit_denial(void);
 void gp_pool_count_failure(int nid);
 void gp_pool_show_bins(struct seq_file *m);
+int gp_publish_blocks(struct gp_node *n, unsigned long count);
+
+/* reserve.c: pages for the pool. */
+unsigned long gp_reserve_blocks(struct gp_node *n, unsigned long first,
+				unsigned long count);
+void gp_release_blocks(struct gp_node *n, unsigned long first,
+		       unsigned long count);
+int gp_reserve_all(u64 per_node, bool strict, u64 *ns);
 
 static inline struct page *gp_node_page(const struct gp_node *n,
 					unsigned long pg)

@@ -6,10 +6,8 @@
  *
  * Each sub-pool (struct gp_node) runs one struct bfc over an abstract
  * offset space: offset o lives in block o >> 21, so finding the page behind
- * any offset is one array index (gp_node_page()).  Pages are taken with
- * GFP_KERNEL | __GFP_THISNODE and never __GFP_MOVABLE: they come neither
- * from ZONE_MOVABLE nor from CMA, so GUP may pin them long-term
- * (cudaHostRegister, io_uring fixed buffers).
+ * any offset is one array index (gp_node_page()).  The blocks come from
+ * reserve.c.
  *
  * Every page of the pool holds exactly one reference of ours while it is
  * in the pool.  Mappings add their own (vm_insert_pages()), GUP pins add
@@ -38,31 +36,13 @@
 
 #include "gpupool.h"
 
-/* Page allocator flags for the pool: node-local, no hard retries, no OOM
- * killer, no warnings (a failure is reported once, in words), zeroed.
- */
-#define GP_GFP	(GFP_KERNEL | __GFP_THISNODE | __GFP_NOWARN | \
-		 __GFP_NORETRY | __GFP_ZERO)
-
-/*
- * The pool never takes a node's free + file-cache pages below this floor:
- * the larger of 4x the node's high watermarks and 1/GP_FLOOR_DIV of its
- * memory.  A reservation (at load or growing) stops there, as if the page
- * allocator had refused, so a pool_size beyond the machine leaves it usable
- * rather than pushing it into the OOM killer.
- */
-#define GP_FLOOR_DIV	32
-
-/* Work items per node for a reservation, at most. */
-#define GP_RESERVE_MAX_WORKERS	16
-
 /* How often quarantined chunks are checked again. */
 #define GP_QUARANTINE_RECHECK	(HZ / 10)
 
 unsigned int gp_nr_nodes;
 struct gp_node **gp_nodes;
 
-static struct workqueue_struct *gp_wq;
+struct workqueue_struct *gp_wq;
 static u64 gp_reserve_ns;
 static u64 gp_max_size;
 static atomic64_t gp_live_bytes = ATOMIC64_INIT(0);
@@ -70,237 +50,8 @@ static atomic64_t gp_peak_live_bytes = ATOMIC64_INIT(0);
 static atomic64_t gp_limit_denials = ATOMIC64_INIT(0);
 static bool gp_dying;
 
-/* Blocks ---------------------------------------------------------------- */
-
-static void gp_block_free(struct gp_block *b)
-{
-	unsigned long i;
-
-	/*
-	 * put_page(), not __free_page(): a page someone still pins (a chunk
-	 * quarantined at unload) is freed when they unpin it.
-	 */
-	for (i = 0; i < GP_BLOCK_PAGES; i++)
-		put_page(b->head ? b->head + i : b->pages[i]);
-	kvfree(b->pages);
-	b->head = NULL;
-	b->pages = NULL;
-}
-
-/* Where order 9 cannot be had: 512 pages from smaller orders, largest first. */
-static int gp_block_alloc_fallback(struct gp_block *b, int nid)
-{
-	unsigned int order = GP_BLOCK_ORDER - 1;
-	unsigned long i = 0, j;
-	struct page *page;
-
-	b->pages = kvmalloc_node(GP_BLOCK_PAGES * sizeof(*b->pages),
-				 GFP_KERNEL, nid);
-	if (!b->pages)
-		return -ENOMEM;
-
-	while (i < GP_BLOCK_PAGES) {
-		page = alloc_pages_node(nid, GP_GFP, order);
-		if (!page) {
-			if (!order)
-				goto out_free_pages;
-			order--;
-			continue;
-		}
-		if (order)
-			split_page(page, order);
-		for (j = 0; j < (1UL << order); j++)
-			b->pages[i++] = page + j;
-	}
-	return 0;
-
-out_free_pages:
-	while (i)
-		put_page(b->pages[--i]);
-	kvfree(b->pages);
-	b->pages = NULL;
-	return -ENOMEM;
-}
-
-static int gp_block_alloc(struct gp_block *b, int nid, bool *fallback)
-{
-	struct page *page;
-
-	*fallback = false;
-	page = alloc_pages_node(nid, GP_GFP, GP_BLOCK_ORDER);
-	if (page) {
-		split_page(page, GP_BLOCK_ORDER);
-		b->head = page;
-		return 0;
-	}
-	*fallback = true;
-	return gp_block_alloc_fallback(b, nid);
-}
-
-/* Pages the pool may still take from node nid before reaching the floor. */
-static unsigned long gp_node_headroom(int nid)
-{
-	struct pglist_data *pgdat = NODE_DATA(nid);
-	unsigned long free = 0, managed = 0, wmark = 0, floor;
-	long file;
-	int z;
-
-	for (z = 0; z < MAX_NR_ZONES; z++) {
-		struct zone *zone = &pgdat->node_zones[z];
-
-		if (!populated_zone(zone))
-			continue;
-		free += zone_page_state(zone, NR_FREE_PAGES);
-		managed += zone_managed_pages(zone);
-		wmark += high_wmark_pages(zone);
-	}
-	file = atomic_long_read(&pgdat->vm_stat[NR_ACTIVE_FILE]) +
-	       atomic_long_read(&pgdat->vm_stat[NR_INACTIVE_FILE]);
-	if (file > 0)
-		free += file;
-	floor = max(4 * wmark, managed / GP_FLOOR_DIV);
-	return free > floor ? free - floor : 0;
-}
-
-/* Reservation: several work items per node on the unbound workqueue ------ */
-
-struct gp_reserve_work {
-	struct work_struct work;
-	struct gp_node *node;
-	unsigned long first;		/* blocks [first, first + count) */
-	unsigned long count;
-	unsigned long got;		/* blocks [first, first + got) filled */
-	unsigned long fallback;
-	ktime_t done;			/* when it finished */
-};
-
-/* One node's reservation in flight. */
-struct gp_reservation {
-	struct gp_node *node;
-	unsigned long first;
-	unsigned int nr_work;
-	struct gp_reserve_work *w;
-	ktime_t start;
-};
-
-static void gp_reserve_fn(struct work_struct *work)
-{
-	struct gp_reserve_work *w = container_of(work, struct gp_reserve_work,
-						 work);
-	struct gp_node *n = w->node;
-	bool fallback;
-
-	/* Stop at the first failure: the node has no more to give. */
-	while (w->got < w->count) {
-		if (gp_node_headroom(n->nid) < GP_BLOCK_PAGES)
-			break;
-		if (gp_block_alloc(&n->blocks[w->first + w->got], n->nid,
-				   &fallback))
-			break;
-		w->fallback += fallback;
-		w->got++;
-		cond_resched();
-	}
-	w->done = ktime_get();
-}
-
-/*
- * Start filling blocks [first, first + count) of r->node: several work items,
- * each a contiguous range, queued on the node's CPUs.  Nothing is published:
- * gp_reserve_finish() waits and the caller adds the region.
- */
-static int gp_reserve_start(struct gp_reservation *r, struct gp_node *n,
-			    unsigned long first, unsigned long count)
-{
-	unsigned long per, at;
-	unsigned int i;
-
-	r->node = n;
-	r->first = first;
-	r->start = ktime_get();
-	r->nr_work = 0;
-	r->w = NULL;
-	if (!count)
-		return 0;
-	r->nr_work = clamp_t(unsigned int,
-			     cpumask_weight(cpumask_of_node(n->nid)),
-			     2, GP_RESERVE_MAX_WORKERS);
-	r->nr_work = min_t(unsigned long, r->nr_work, count);
-	r->w = kcalloc(r->nr_work, sizeof(*r->w), GFP_KERNEL);
-	if (!r->w) {
-		r->nr_work = 0;
-		return -ENOMEM;
-	}
-
-	per = DIV_ROUND_UP(count, r->nr_work);
-	for (i = 0, at = first; i < r->nr_work; i++, at += per) {
-		struct gp_reserve_work *w = &r->w[i];
-
-		w->node = n;
-		w->first = at;
-		w->count = min(per, first + count - at);
-		INIT_WORK(&w->work, gp_reserve_fn);
-		queue_work_node(n->nid, gp_wq, &w->work);
-	}
-	return 0;
-}
-
-/*
- * Wait for r, then move the blocks obtained together so that they are
- * [first, first + returned value).  *ns: how long the node took.
- */
-static unsigned long gp_reserve_finish(struct gp_reservation *r, u64 *ns)
-{
-	struct gp_node *n = r->node;
-	ktime_t end = r->start;
-	unsigned long dst = r->first;
-	unsigned int i;
-
-	for (i = 0; i < r->nr_work; i++) {
-		struct gp_reserve_work *w = &r->w[i];
-		unsigned long k;
-
-		flush_work(&w->work);
-		for (k = 0; k < w->got; k++, dst++) {
-			if (dst == w->first + k)
-				continue;
-			n->blocks[dst] = n->blocks[w->first + k];
-			n->blocks[w->first + k] = (struct gp_block){ };
-		}
-		n->fallback_blocks += w->fallback;
-		if (ktime_after(w->done, end))
-			end = w->done;
-	}
-	kfree(r->w);
-	r->w = NULL;
-	if (ns)
-		*ns = ktime_to_ns(ktime_sub(end, r->start));
-	return dst - r->first;
-}
-
-static unsigned long gp_reserve_blocks(struct gp_node *n, unsigned long first,
-				       unsigned long count)
-{
-	struct gp_reservation r;
-
-	if (gp_reserve_start(&r, n, first, count))
-		return 0;
-	return gp_reserve_finish(&r, NULL);
-}
-
-static void gp_release_blocks(struct gp_node *n, unsigned long first,
-			      unsigned long count)
-{
-	unsigned long i;
-
-	for (i = first; i < first + count; i++) {
-		gp_block_free(&n->blocks[i]);
-		cond_resched();
-	}
-}
-
 /* Make [nr_blocks, nr_blocks + count) part of the node's bfc. */
-static int gp_publish_blocks(struct gp_node *n, unsigned long count)
+int gp_publish_blocks(struct gp_node *n, unsigned long count)
 {
 	int ret;
 
@@ -889,76 +640,6 @@ out_free_node:
 	return NULL;
 }
 
-/*
- * Reserve every node's blocks, all nodes at once; one log line per node.
- * With strict, anything short of the whole request undoes everything.
- */
-static int gp_reserve_all(u64 per_node, bool strict)
-{
-	unsigned long want = per_node >> GP_BLOCK_SHIFT;
-	struct gp_reservation *r;
-	unsigned long *got;
-	ktime_t t0 = ktime_get();
-	bool partial = false;
-	unsigned int i;
-	int ret = 0;
-
-	r = kcalloc(gp_nr_nodes, sizeof(*r), GFP_KERNEL);
-	got = kcalloc(gp_nr_nodes, sizeof(*got), GFP_KERNEL);
-	if (!r || !got) {
-		ret = -ENOMEM;
-		goto out_free;
-	}
-	for (i = 0; i < gp_nr_nodes; i++)
-		if (gp_reserve_start(&r[i], gp_nodes[i], 0, want))
-			ret = -ENOMEM;
-	for (i = 0; i < gp_nr_nodes; i++) {
-		got[i] = gp_reserve_finish(&r[i], &gp_nodes[i]->reserve_ns);
-		partial |= got[i] < want;
-	}
-	gp_reserve_ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
-	if (ret || (partial && strict))
-		goto out_release;
-
-	for (i = 0; i < gp_nr_nodes; i++) {
-		struct gp_node *n = gp_nodes[i];
-
-		if (got[i]) {
-			ret = gp_publish_blocks(n, got[i]);
-			if (ret)
-				goto out_release;
-		}
-		pr_info("node %d: reserved %lu MiB in %llu ms (%lu of %lu blocks; %lu made of smaller orders)\n",
-			n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
-			div_u64(n->reserve_ns, NSEC_PER_MSEC), got[i], want,
-			n->fallback_blocks);
-	}
-	if (partial)
-		pr_warn("reserved %llu MiB of the %llu MiB asked for: the kernel had no more to give (or only below the floor of 1/%d of each node's memory)\n",
-			gp_pool_size() >> 20, (per_node * gp_nr_nodes) >> 20,
-			GP_FLOOR_DIV);
-	goto out_free;
-
-out_release:
-	/* Published blocks are released by gp_node_destroy(). */
-	for (i = 0; i < gp_nr_nodes; i++) {
-		struct gp_node *n = gp_nodes[i];
-
-		if (!n->nr_blocks)
-			gp_release_blocks(n, 0, got[i]);
-		if (partial && strict && got[i] < want)
-			pr_err("node %d: only %lu of %lu MiB could be reserved; strict=1: not loading\n",
-			       n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
-			       want << (GP_BLOCK_SHIFT - 20));
-	}
-	if (!ret)
-		ret = -ENOMEM;
-out_free:
-	kfree(got);
-	kfree(r);
-	return ret;
-}
-
 int gp_pool_init(const int *nids, unsigned int nr, u64 pool_size,
 		 u64 max_size, bool strict)
 {
@@ -990,7 +671,7 @@ int gp_pool_init(const int *nids, unsigned int nr, u64 pool_size,
 		}
 	}
 
-	ret = gp_reserve_all(per_node, strict);
+	ret = gp_reserve_all(per_node, strict, &gp_reserve_ns);
 	if (ret)
 		goto out_destroy_nodes;
 	return 0;

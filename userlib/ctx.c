@@ -166,7 +166,8 @@ GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 
 	/* CUDA first: GP_NUMA_NEAR_GPU needs it. */
 	if (ctx->opt.flags & GP_OPEN_NO_CUDA)
-		snprintf(why, sizeof(why), "CUDA disabled by GP_OPEN_NO_CUDA");
+		snprintf(why, sizeof(why), "host memory is not registered: CUDA "
+			 "disabled by GP_OPEN_NO_CUDA");
 	else
 		gp_cuda_load(ctx, ctx->opt.cudart, why, sizeof(why));
 	ctx->opt.cudart = NULL;		/* not kept: the caller owns it */

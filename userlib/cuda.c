@@ -47,16 +47,16 @@ void gp_cuda_load(struct gp_ctx *ctx, const char *path, char *why, size_t len)
 
 	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!dl) {
-		snprintf(why, len, "CUDA runtime not loaded (%s); host memory is not registered",
-			 dlerror());
+		snprintf(why, len, "host memory is not registered: CUDA runtime "
+			 "not loaded (%s)", dlerror());
 		return;
 	}
 #define GP_CUDA_RESOLVE(ret, name, args)				\
 	do {								\
 		*(void **)&c->name = dlsym(dl, #name);			\
 		if (!c->name) {						\
-			snprintf(why, len, "%s lacks %s; CUDA not used",\
-				 path, #name);				\
+			snprintf(why, len, "host memory is not registered: "\
+				 "%s lacks %s", path, #name);		\
 			goto out_off;					\
 		}							\
 	} while (0);
@@ -66,8 +66,9 @@ void gp_cuda_load(struct gp_ctx *ctx, const char *path, char *why, size_t len)
 
 	e = c->cudaGetDeviceCount(&c->device_count);
 	if (e != cudaSuccess || c->device_count <= 0) {
-		snprintf(why, len, "%s: no CUDA device (%s); host memory is not registered",
-			 path, e != cudaSuccess ? c->cudaGetErrorString(e) : "count 0");
+		snprintf(why, len, "host memory is not registered: no CUDA device "
+			 "(%s) in %s",
+			 e != cudaSuccess ? c->cudaGetErrorString(e) : "count 0", path);
 		c->cudaGetLastError();	/* clear the sticky error */
 		c->device_count = 0;
 		c->dl = NULL;

@@ -20,6 +20,7 @@
 #include "dev.h"
 
 #define GP_DEV_MAX_SEG	(1ull << 46)	/* doubling stops here */
+#define GP_DEV_SEG_CAP_DIV	8	/* and at 1/8 of the device (or limit) */
 
 static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
 			     gp_stream_t stream, struct gp_dstream **out)
@@ -151,11 +152,36 @@ static uint64_t gp_dpool_release_free(struct gp_ctx *ctx, struct gp_dpool *p,
 	return n;
 }
 
+/*
+ * How far the growth size doubles: the largest dev_initial_segment * 2^k
+ * within 1/GP_DEV_SEG_CAP_DIV of the limit (or of the device's memory when
+ * there is no limit).  TensorFlow's Extend serves every allocation from one
+ * core, so a huge region is shared; here a segment serves one stream only,
+ * and segments the size of the device would strand it: a few streams each
+ * holding a mostly empty 512 MiB segment with one live block leave nothing
+ * for a third (the threads test saw out-of-memory with 145 MiB in use on a
+ * 1 GiB device).  A request larger than the cap still gets a segment that
+ * holds it; the sizes after it start from the cap again.
+ */
+static uint64_t gp_dpool_seg_cap(const struct gp_ctx *ctx,
+				 const struct gp_dpool *p)
+{
+	uint64_t m = p->limit ? p->limit : p->total_mem;
+	uint64_t cap = ctx->opt.dev_initial_segment;
+
+	if (!m)
+		return GP_DEV_MAX_SEG;
+	while (cap * 2 <= m / GP_DEV_SEG_CAP_DIV && cap * 2 <= GP_DEV_MAX_SEG)
+		cap *= 2;
+	return cap;
+}
+
 /* Add a segment that holds `size` bytes to ds (TensorFlow's Extend). */
 static int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 			     struct gp_dstream *ds, uint64_t size)
 {
 	uint64_t rounded = gp_round_up(size, GP_DEV_GRAN), bytes, avail = 0;
+	uint64_t cap = gp_dpool_seg_cap(ctx, p);
 	bool increased = false;
 	void *base = NULL;
 	cudaError_t e;
@@ -171,7 +197,7 @@ static int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 		bytes *= 2;
 		increased = true;
 	}
-	p->st.next_segment = bytes;
+	p->st.next_segment = bytes < cap ? bytes : cap;
 	if (bytes < rounded)
 		bytes = rounded;
 	if (p->limit && bytes > avail)
@@ -223,7 +249,7 @@ static int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 	/* TensorFlow: a growth that did not have to grow the size to fit
 	 * doubles it for the next one.
 	 */
-	if (!increased && p->st.next_segment < GP_DEV_MAX_SEG)
+	if (!increased && p->st.next_segment * 2 <= cap)
 		p->st.next_segment *= 2;
 	gp_debug(ctx, "device %d: segment %p + %llu for stream %p", p->device,
 		 base, (unsigned long long)bytes, (void *)ds->stream);

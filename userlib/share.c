@@ -19,7 +19,18 @@ GP_API int gp_host_export(struct gp_ctx *ctx, void *ptr, int *fd)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->host_lock);
 	seg = gp_map_get(&ctx->own, (uint64_t)(uintptr_t)ptr);
-	if (!seg || seg->fd < 0) {
+	/* Only a buffer allocated with GP_HOST_SHARED (its own segment), on
+	 * either backend: a user segment keeps its memfd, a kernel one its
+	 * chunk handle (seg->fd is -1 there; EXPORT makes the descriptor).
+	 * Imported buffers are not exported again: export the original.
+	 */
+	if (seg && seg->kind == GP_SEG_IMPORT) {
+		ret = gp_err(ctx, -EINVAL,
+			     "gp_host_export: %p was imported; pass on the descriptor "
+			     "it was imported from (or export the original buffer)", ptr);
+		goto out;
+	}
+	if (!seg || seg->kind != GP_SEG_OWN) {
 		ret = gp_err(ctx, -EINVAL,
 			     "gp_host_export: %p is not a GP_HOST_SHARED buffer of this "
 			     "context (allocate it with GP_HOST_SHARED to share it)", ptr);

@@ -46,10 +46,71 @@ TEST(fork_import)
 	ASSERT_EQ(0, gp_host_import(ctx, fd, &q, &size));
 	ASSERT_NE(p, q);
 	ASSERT_TRUE(check_fill(q, SIZE, 99));
+	/* An imported buffer is not exported again (on either backend). */
+	ASSERT_EQ(-EINVAL, gp_host_export(ctx, q, &status));
+	ASSERT_NE(NULL, strstr(gp_last_error(ctx), "imported"));
 	ASSERT_EQ(0, gp_host_stats(ctx, &st));
 	ASSERT_EQ(1, st.exports);
 	ASSERT_EQ(1, st.imports);
 	ASSERT_EQ(0, gp_host_free(ctx, q));
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	close(fd);
+	gp_close(ctx);
+}
+
+/* "Either backend imports either kind of descriptor": the child opens the
+ * other backend than the parent (a memfd into a kernel-backend context, a
+ * gpupool chunk fd into a user-backend one).  Needs /dev/gpupool for the
+ * kernel side.
+ */
+TEST(cross_backend)
+{
+	struct gp_options o;
+	struct gp_info info;
+	struct gp_ctx *ctx;
+	int fd, status, other;
+	size_t size = 0;
+	pid_t pid;
+	void *p, *q;
+
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, gp_info(ctx, &info));
+	other = info.backend == GP_BACKEND_KERNEL ? GP_BACKEND_USER : GP_BACKEND_KERNEL;
+	if (other == GP_BACKEND_KERNEL && access("/dev/gpupool", R_OK | W_OK)) {
+		gp_close(ctx);
+		SKIP(return, "the kernel backend is not available (no /dev/gpupool)");
+	}
+	ASSERT_EQ(0, gp_host_alloc(ctx, SIZE, GP_HOST_SHARED, &p));
+	fill(p, SIZE, 5);
+	ASSERT_EQ(0, gp_host_export(ctx, p, &fd)) TH_LOG("%s", gp_last_error(ctx));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct gp_info ci;
+		struct gp_ctx *c2;
+		int ok;
+
+		unsetenv("GPUPOOL_BACKEND");	/* it would override o.backend */
+		gp_options_init(&o);
+		o.backend = other;
+		if (gp_open(&o, &c2))
+			_exit(10);
+		if (gp_info(c2, &ci) || ci.backend != other)
+			_exit(11);
+		if (gp_host_import(c2, fd, &q, &size) || size < SIZE) {
+			fprintf(stderr, "import on the %s backend: %s\n",
+				ci.backend_name, gp_last_error(c2));
+			_exit(12);
+		}
+		ok = check_fill(q, SIZE, 5);
+		fill(q, SIZE, 6);
+		gp_host_free(c2, q);
+		gp_close(c2);
+		_exit(ok ? 0 : 13);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_TRUE(check_fill(p, SIZE, 6));
 	ASSERT_EQ(0, gp_host_free(ctx, p));
 	close(fd);
 	gp_close(ctx);

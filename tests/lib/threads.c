@@ -11,6 +11,12 @@
 #define NTHREADS 8
 #define ROUNDS 3000
 
+/* Every worker starts at once: created one after another, the first ones
+ * could be done before the last ones start, and the test would not be
+ * concurrent at all where threads are cheap and rounds fast.
+ */
+static pthread_barrier_t start;
+
 struct arg {
 	struct gp_ctx *ctx;
 	unsigned int id;
@@ -25,6 +31,8 @@ static void *host_worker(void *v)
 	void *live[16] = { 0 };
 	size_t size[16] = { 0 };
 	unsigned int i, seed = a->id * 7919u;
+
+	pthread_barrier_wait(&start);
 
 	for (i = 0; i < ROUNDS; i++) {
 		unsigned int k = (seed = seed * 1103515245u + 12345u) >> 16 & 15;
@@ -56,6 +64,8 @@ static void *dev_worker(void *v)
 	void *live[16] = { 0 };
 	unsigned int i, seed = a->id * 104729u;
 
+	pthread_barrier_wait(&start);
+
 	for (i = 0; i < ROUNDS; i++) {
 		unsigned int k = (seed = seed * 1103515245u + 12345u) >> 16 & 15;
 
@@ -86,6 +96,7 @@ TEST(host_concurrent)
 
 	rt_load(&rt);
 	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, pthread_barrier_init(&start, NULL, NTHREADS));
 	for (i = 0; i < NTHREADS; i++) {
 		a[i] = (struct arg){ .ctx = ctx, .id = (unsigned int)i };
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, host_worker, &a[i]));
@@ -94,6 +105,7 @@ TEST(host_concurrent)
 		pthread_join(t[i], NULL);
 		ASSERT_EQ(0, a[i].fail) TH_LOG("thread %d: %s", i, gp_last_error(ctx));
 	}
+	pthread_barrier_destroy(&start);
 	ASSERT_EQ(0, gp_host_stats(ctx, &st));
 	ASSERT_EQ(0, st.in_use);
 	ASSERT_EQ(st.allocs, st.frees);
@@ -117,6 +129,7 @@ TEST(dev_concurrent)
 
 	RT_SETUP(&rt);
 	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, pthread_barrier_init(&start, NULL, NTHREADS));
 	for (i = 0; i < NTHREADS; i++) {
 		s[i] = NULL;
 		if (i % 2)
@@ -128,7 +141,14 @@ TEST(dev_concurrent)
 		pthread_join(t[i], NULL);
 		ASSERT_EQ(0, a[i].fail) TH_LOG("thread %d: %s", i, gp_last_error(ctx));
 	}
+	pthread_barrier_destroy(&start);
 	ASSERT_EQ(0, gp_dev_stats(ctx, 0, &st));
+	TH_LOG("%llu allocations, peak %llu in use, %llu reserved in %llu segments, "
+	       "%llu refusals", (unsigned long long)st.allocs,
+	       (unsigned long long)st.peak_in_use,
+	       (unsigned long long)st.peak_reserved,
+	       (unsigned long long)st.cuda_mallocs,
+	       (unsigned long long)st.malloc_refusals);
 	ASSERT_EQ(0, st.in_use);
 	ASSERT_EQ(st.allocs, st.frees);
 	gp_close(ctx);

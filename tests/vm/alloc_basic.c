@@ -14,7 +14,7 @@ FIXTURE(pool) {
 FIXTURE_SETUP(pool)
 {
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=32M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=32M"));
 	self->fd = gp_open_dev();
 	ASSERT_LE(0, self->fd) TH_LOG("open: %s", strerror(errno));
 }

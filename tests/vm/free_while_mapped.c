@@ -17,7 +17,7 @@ FIXTURE(pool) {
 FIXTURE_SETUP(pool)
 {
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=16M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=16M"));
 	self->fd = gp_open_dev();
 	ASSERT_LE(0, self->fd);
 }

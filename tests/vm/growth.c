@@ -14,7 +14,7 @@ TEST(grows_to_limit)
 	int fd;
 
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=8M max_size=40M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=8M max_size=40M"));
 	fd = gp_open_dev();
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(40960, gp_proc_num("PoolLimit"));
@@ -61,7 +61,7 @@ TEST(starts_empty)
 	int fd;
 
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=0 max_size=8M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=0 max_size=8M"));
 	fd = gp_open_dev();
 	ASSERT_LE(0, fd);
 	memset(&v, 0, sizeof(v));
@@ -80,7 +80,7 @@ TEST(no_growth_by_default)
 	int fd;
 
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=8M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=8M"));
 	fd = gp_open_dev();
 	ASSERT_LE(0, fd);
 	EXPECT_NE(0, gp_alloc(fd, 8 * MiB));

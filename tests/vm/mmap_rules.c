@@ -29,7 +29,7 @@ FIXTURE(chunk) {
 FIXTURE_SETUP(chunk)
 {
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=32M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=32M"));
 	self->fd = gp_open_dev();
 	ASSERT_LE(0, self->fd);
 	self->h = gp_alloc(self->fd, CH);

@@ -16,7 +16,7 @@ FIXTURE(limited) {
 FIXTURE_SETUP(limited)
 {
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=32M per_process_limit=4M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=32M per_process_limit=4M"));
 	self->fd = gp_open_dev();
 	ASSERT_LE(0, self->fd);
 }

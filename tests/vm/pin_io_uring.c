@@ -129,7 +129,7 @@ FIXTURE(pin) {
 FIXTURE_SETUP(pin)
 {
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=4M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=4M"));
 	self->fd = gp_open_dev();
 	ASSERT_LE(0, self->fd);
 	self->h = gp_alloc(self->fd, CH);

@@ -20,6 +20,30 @@
 #define KiB	(1ULL << 10)
 #define MiB	(1ULL << 20)
 
+/* The first NUMA node with memory (0 on a machine without NUMA). */
+static inline int gp_first_node(void)
+{
+	char buf[64];
+
+	if (gp_read_file("/sys/devices/system/node/has_memory", buf,
+			 sizeof(buf)) <= 0)
+		return 0;
+	return atoi(buf);
+}
+
+/*
+ * Load with one sub-pool only (nodes=<first node with memory>), so that a
+ * test's figures about "the pool" (largest free chunk, one chunk spanning
+ * it all) hold on a NUMA machine too (vm/run-vm.sh --numa).
+ */
+static inline int gp_load_1(const char *params)
+{
+	char p[256];
+
+	snprintf(p, sizeof(p), "%s nodes=%d", params, gp_first_node());
+	return gp_load(p);
+}
+
 static inline int gp_open_dev(void)
 {
 	return open(GP_DEV, O_RDWR | O_CLOEXEC);
@@ -142,6 +166,41 @@ static inline long long gp_proc_num(const char *key)
 	if (!gp_proc_value(text, key, val, sizeof(val)))
 		return -1;
 	return strtoll(val, NULL, 10);
+}
+
+/*
+ * Free memory in bytes, as the page allocator holds it: the zones' free
+ * pages plus the pages on the per-CPU free lists (/proc/zoneinfo).  MemFree
+ * leaves the latter out, and they swing by tens of MiB as big frees pass
+ * through them; page cache is dropped first.  -1 on error.
+ */
+static inline long long gp_free_bytes(void)
+{
+	static char text[1 << 20];
+	long long pages = 0;
+	const char *p;
+	int fd;
+
+	sync();
+	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "3", 1) != 1)
+			perror("drop_caches");
+		close(fd);
+	}
+	usleep(200 * 1000);
+	if (gp_read_file("/proc/zoneinfo", text, sizeof(text)) <= 0)
+		return -1;
+	for (p = text; (p = strchr(p, '\n')); ) {
+		p++;
+		while (*p == ' ')
+			p++;
+		if (!strncmp(p, "nr_free_pages ", 14))
+			pages += atoll(p + 14);
+		else if (!strncmp(p, "count: ", 7))
+			pages += atoll(p + 7);
+	}
+	return pages * 4096;
 }
 
 /* Does every byte of [p, p + len) equal c? */

@@ -25,7 +25,7 @@ FIXTURE_SETUP(pool)
 	int i;
 
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=32M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=32M"));
 	self->fd = gp_open_dev();
 	ASSERT_LE(0, self->fd);
 	for (i = 0; i < 6; i++) {

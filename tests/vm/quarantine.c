@@ -27,7 +27,7 @@ TEST(vmsplice_holds_pages)
 	char *p;
 
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=2M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=2M"));
 	fd = gp_open_dev();
 	ASSERT_LE(0, fd);
 	h = gp_alloc(fd, CH);
@@ -97,7 +97,7 @@ TEST(unload_with_held_pages)
 	char *p;
 
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=2M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=2M"));
 	fd = gp_open_dev();
 	ASSERT_LE(0, fd);
 	h = gp_alloc(fd, 4096);

@@ -230,7 +230,8 @@ TEST(random_alloc_free_map)
 	EXPECT_EQ(48 * MiB, t->total);
 	EXPECT_EQ(48 * MiB, t->free);
 	EXPECT_EQ(st.nr_nodes, t->chunks_free);
-	EXPECT_EQ(0, t->fragmentation_ppm);
+	for (i = 0; i < (int)st.nr_nodes; i++)
+		EXPECT_EQ(0, nodes[i].fragmentation_ppm);
 	EXPECT_EQ(t->free >> 10, (uint64_t)gp_proc_num("PoolFree"));
 	EXPECT_EQ(t->allocs, (uint64_t)gp_proc_num("Allocs"));
 	EXPECT_EQ(0, gp_unload_wait(5000));

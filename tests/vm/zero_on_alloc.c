@@ -19,7 +19,7 @@ FIXTURE(pool) {
 FIXTURE_SETUP(pool)
 {
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=16M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=16M"));
 }
 
 FIXTURE_TEARDOWN(pool)
