@@ -27,13 +27,6 @@
 #define UINT64_MAX	U64_MAX
 #endif
 
-/*
- * The core defines its own ULL() cast helper; the kernel's (vdso/const.h,
- * pulled in above) means the same but would clash.  The core includes no
- * kernel header after this one, so dropping the kernel's is safe.
- */
-#undef ULL
-
 /* A broken invariant is a bug in the core: warn once, keep running. */
 #define BFC_ASSERT(cond, msg)	WARN_ONCE(!(cond), "bfc: %s", msg)
 

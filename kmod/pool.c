@@ -21,17 +21,12 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/gfp.h>
 #include <linux/highmem.h>
-#include <linux/ktime.h>
 #include <linux/mm.h>
-#include <linux/mmzone.h>
 #include <linux/nodemask.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
-#include <linux/topology.h>
-#include <linux/vmstat.h>
 #include <linux/gpupool.h>
 
 #include "gpupool.h"
