@@ -3,7 +3,9 @@
 # failures so that one report covers all of them:
 #   1. host unit tests (ASan + UBSan)
 #   2. checkpatch on the kernel code
-#   3. the VM suite on each test kernel (Debian 6.1 and 6.12)
+#   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
+#      tests again in a two-node VM, and libgpupool's tests on the kernel
+#      backend
 #   4. the DKMS check for both kernels
 #   (the library's tests run on the user backend here and again, on the
 #   kernel backend, inside the VM on each kernel)
@@ -56,6 +58,10 @@ for k in $kvers; do
 	step "VM suite on $k"
 	"$top/vm/run-vm.sh" --kernel "$k" --ko "$O/kmod/$k/gpupool.ko" \
 		--tests "$O/tests/vm" --build-dir "$O" --quiet || status=1
+	step "NUMA: the node tests in a VM with two nodes, on $k"
+	"$top/vm/run-vm.sh" --kernel "$k" --name "numa-$k" --numa \
+		--ko "$O/kmod/$k/gpupool.ko" --tests "$O/tests/vm" --filter 'numa*' \
+		--build-dir "$O" --quiet || status=1
 	step "libgpupool on the kernel backend, in the VM on $k"
 	"$top/vm/run-vm.sh" --kernel "$k" --name "lib-$k" \
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
