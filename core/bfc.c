@@ -41,16 +41,25 @@
  *   (same class, between its in-order neighbours): it then takes the old
  *   node's place in the tree (bfc__class_rekey) instead of a remove plus a
  *   descending insert.
+ *   On real traces most classes hold zero or one free chunk and most
+ *   requests are served by the minimum of their own or the next non-empty
+ *   class, so those cases are inline in bfc_internal.h (class insert and
+ *   remove of a lone chunk, rekey of a lone chunk, the minimum or next-class
+ *   fit) and the tree code is reached only for classes of two or more.
+ *   class_of is branch-free (sizes below 2^SL_BITS granules take the
+ *   general formula with fl forced to SL_BITS), as is clearing a group's
+ *   bit: those branches were data-dependent and often mispredicted.
  *
  * - In-use chunks by address (free by address, bfc_lookup): an open
  *   addressing hash of start address -> handle, linear probing, load <=
- *   3/8, doubled when full, backward-shift deletion (no tombstones).  A
- *   slot is 8 bytes: the handle and a 32-bit fingerprint (Fibonacci hash of
- *   addr / granularity) whose top bits are the home slot; a lookup by
- *   address confirms a matching fingerprint against the chunk, which the
- *   caller touches next anyway.  It holds exactly the in-use chunks, so its
- *   memory (21-43 bytes per in-use chunk) follows the number of chunks, not
- *   region bytes (TF's per-region pointer -> handle vector does).
+ *   3/8 (a precomputed entry limit), doubled when full, backward-shift
+ *   deletion (no tombstones).  A slot is 8 bytes: the handle and a 32-bit
+ *   fingerprint (Fibonacci hash of addr / granularity) whose top bits are
+ *   the home slot; a lookup by address confirms a matching fingerprint
+ *   against the chunk, which the caller touches next anyway.  It holds
+ *   exactly the in-use chunks, so its memory (21-43 bytes per in-use chunk)
+ *   follows the number of chunks, not region bytes (TF's per-region
+ *   pointer -> handle vector does).
  *
  * - Regions: slots with stable indices (chunks record theirs) and an array of
  *   slot indices sorted by base (overlap checks by binary search, address
@@ -128,7 +137,7 @@ static int slot_reserve(struct bfc *b)
 	return chunks_resize(b, b->nr_slots * 2);
 }
 
-static uint32_t slot_get(struct bfc *b)
+static inline uint32_t slot_get(struct bfc *b)
 {
 	uint32_t h = b->free_slot;
 
@@ -144,7 +153,7 @@ static uint32_t slot_get(struct bfc *b)
 	return h;
 }
 
-static void slot_put(struct bfc *b, uint32_t h)
+static inline void slot_put(struct bfc *b, uint32_t h)
 {
 	struct bfc_chunk *c = &b->chunks[h];
 
@@ -239,7 +248,7 @@ static int64_t hash_find_handle(const struct bfc *b, uint32_t h)
 	return -1;
 }
 
-static void hash_delete_at(struct bfc *b, uint32_t i)
+static inline void hash_delete_at(struct bfc *b, uint32_t i)
 {
 	struct bfc_hslot *t = b->hash;
 	uint32_t mask = b->hash_mask, j = i, k;
@@ -398,7 +407,7 @@ static inline uint64_t region_end(const struct bfc_region *r)
 /* Unlink h's next neighbour (already accounted into h's size, in no class)
  * and release its slot.
  */
-static void drop_next(struct bfc *b, uint32_t h)
+static inline void drop_next(struct bfc *b, uint32_t h)
 {
 	struct bfc_chunk *C = b->chunks;
 	uint32_t n = C[h].next, nn = C[n].next;
@@ -413,7 +422,7 @@ static void drop_next(struct bfc *b, uint32_t h)
 }
 
 /* Merge h's next neighbour into h (both free, neither in a class). */
-static void merge_next(struct bfc *b, uint32_t h)
+static inline void merge_next(struct bfc *b, uint32_t h)
 {
 	b->chunks[h].size += b->chunks[b->chunks[h].next].size;
 	drop_next(b, h);
@@ -678,7 +687,7 @@ nomem:
 }
 
 /* h is in use and already out of the address index. */
-static void free_chunk(struct bfc *b, uint32_t h)
+static inline void free_chunk(struct bfc *b, uint32_t h)
 {
 	struct bfc_chunk *C = b->chunks;
 	uint32_t n, p;

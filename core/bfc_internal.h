@@ -131,11 +131,11 @@ struct bfc {
 static inline uint32_t bfc__class_of(const struct bfc *b, uint64_t size)
 {
 	uint64_t u = size >> b->gshift;
-	uint32_t fl;
+	/* Without a branch: below 2^SL_BITS, taking fl = SL_BITS gives
+	 * (1 << SL_BITS) + u - SL_COUNT = u, the class of its own.
+	 */
+	uint32_t fl = 63u - (uint32_t)__builtin_clzll(u | BFC_SL_COUNT);
 
-	if (u < BFC_SL_COUNT)
-		return (uint32_t)u;
-	fl = 63u - (uint32_t)__builtin_clzll(u);
 	return ((fl - BFC_SL_BITS + 1) << BFC_SL_BITS) +
 	       (uint32_t)((u >> (fl - BFC_SL_BITS)) - BFC_SL_COUNT);
 }
@@ -192,8 +192,7 @@ static inline void bfc__class_remove(struct bfc *b, uint32_t h)
 	k->root = 0;
 	k->min = 0;
 	b->sl_map[fl] &= ~(1u << (c & (BFC_SL_COUNT - 1)));
-	if (!b->sl_map[fl])
-		b->fl_map &= ~(1ull << fl);
+	b->fl_map &= ~((uint64_t)!b->sl_map[fl] << fl);	/* no branch */
 }
 
 /* Chunk n takes the place of chunk o (in its class tree) when n's key (set
@@ -226,16 +225,32 @@ static inline bool bfc__class_rekey(struct bfc *b, uint32_t o, uint32_t n)
 }
 
 /* The chunk best fitting a request of size bytes (a multiple of the
- * granularity), or 0.
+ * granularity), or 0.  The slow path searches class c's tree.
  */
 static inline uint32_t bfc__find_fit(const struct bfc *b, uint64_t size)
 {
 	uint32_t c = bfc__class_of(b, size);
 	uint32_t m = b->cls[c].min;
 
-	if (m && b->chunks[m].size >= size)
-		return m;
-	return bfc__find_fit_slow(b, c, size);
+	uint32_t fl, bits;
+	uint64_t fbits;
+
+	if (m) {
+		if (b->chunks[m].size >= size)
+			return m;
+		return bfc__find_fit_slow(b, c, size);
+	}
+	/* Class c is empty: the minimum of the next non-empty class. */
+	fl = c >> BFC_SL_BITS;
+	bits = b->sl_map[fl] & (uint32_t)(~0ull << ((c & (BFC_SL_COUNT - 1)) + 1));
+	if (!bits) {
+		fbits = b->fl_map & (~0ull << (fl + 1));
+		if (!fbits)
+			return 0;
+		fl = (uint32_t)__builtin_ctzll(fbits);
+		bits = b->sl_map[fl];
+	}
+	return b->cls[(fl << BFC_SL_BITS) + (uint32_t)__builtin_ctz(bits)].min;
 }
 
 uint32_t bfc__largest_free(const struct bfc *b);

@@ -6,6 +6,8 @@
  *
  * The trees are CLRS red-black trees with a sentinel: chunk slot 0 is the
  * nil node (black; its parent link is written during deletion, as in CLRS).
+ * The common cases that need no tree (a class of one chunk, a fit that is
+ * a class minimum) are inline in bfc_internal.h; this file has the rest.
  */
 #include "bfc_internal.h"
 
@@ -351,7 +353,7 @@ static uint32_t next_class(const struct bfc *b, uint32_t c)
 	return (fl << BFC_SL_BITS) + (uint32_t)__builtin_ctz(b->sl_map[fl]);
 }
 
-/* bfc__find_fit when class c's minimum (if any) is smaller than size. */
+/* bfc__find_fit when class c's minimum is smaller than size. */
 uint32_t bfc__find_fit_slow(const struct bfc *b, uint32_t c, uint64_t size)
 {
 	const struct bfc_chunk *C = b->chunks;
