@@ -61,39 +61,52 @@ static void gp_idle_del(struct gp_ctx *ctx, struct gp_seg *seg)
 
 /* Segments ------------------------------------------------------------------- */
 
-int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
-		  struct gp_seg **out)
+/*
+ * Register a freshly mapped segment with CUDA (once, for its whole life),
+ * when CUDA is usable.  -EIO, with the runtime's words, when the driver
+ * refuses.
+ */
+int gp_seg_register(struct gp_ctx *ctx, struct gp_seg *seg)
 {
-	struct gp_seg *seg = calloc(1, sizeof(*seg));
+	unsigned int fl = cudaHostRegisterPortable;
 	cudaError_t e;
-	int ret;
 
-	if (!seg)
-		return gp_err(ctx, -ENOMEM, "out of memory for segment metadata");
-	seg->fd = -1;
-	seg->kind = (uint8_t)kind;
-	ret = ctx->ops->map(ctx, seg, size, keep_fd);
-	if (ret)
-		goto out_free;
-	if (ctx->cuda.usable) {
-		unsigned int fl = cudaHostRegisterPortable;
-
-		if (ctx->opt.flags & GP_OPEN_HOST_MAPPED)
-			fl |= cudaHostRegisterMapped;
-		ctx->hst.register_calls++;
-		e = ctx->cuda.cudaHostRegister((void *)(uintptr_t)seg->addr,
-					       seg->size, fl);
-		if (e != cudaSuccess) {
-			ctx->cuda.cudaGetLastError();
-			ret = gp_err(ctx, -EIO,
-				     "cudaHostRegister of %llu bytes failed: %s",
-				     (unsigned long long)seg->size,
-				     gp_cuda_errstr(ctx, e));
-			goto out_unmap;
-		}
-		seg->registered = true;
-		ctx->hst.registered++;
+	if (!ctx->cuda.usable)
+		return 0;
+	if (ctx->opt.flags & GP_OPEN_HOST_MAPPED)
+		fl |= cudaHostRegisterMapped;
+	ctx->hst.register_calls++;
+	e = ctx->cuda.cudaHostRegister((void *)(uintptr_t)seg->addr, seg->size,
+				       fl);
+	if (e != cudaSuccess) {
+		ctx->cuda.cudaGetLastError();
+		return gp_err(ctx, -EIO, "cudaHostRegister of %llu bytes failed: %s",
+			      (unsigned long long)seg->size,
+			      gp_cuda_errstr(ctx, e));
 	}
+	seg->registered = true;
+	ctx->hst.registered++;
+	return 0;
+}
+
+/* Before the memory leaves the process: unmapping registered memory would
+ * leave the driver with a stale registration.
+ */
+void gp_seg_unregister(struct gp_ctx *ctx, struct gp_seg *seg)
+{
+	if (!seg->registered)
+		return;
+	ctx->hst.unregister_calls++;
+	if (ctx->cuda.cudaHostUnregister((void *)(uintptr_t)seg->addr) !=
+	    cudaSuccess)
+		ctx->cuda.cudaGetLastError();
+	seg->registered = false;
+	ctx->hst.registered--;
+}
+
+/* A mapped (and registered) segment joins the context's list and figures. */
+void gp_seg_link(struct gp_ctx *ctx, struct gp_seg *seg)
+{
 	seg->next = ctx->segs;
 	if (ctx->segs)
 		ctx->segs->prev = seg;
@@ -104,6 +117,25 @@ int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
 	ctx->hst.segments++;
 	if (seg->huge)
 		ctx->hst.segments_huge++;
+}
+
+int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
+		  struct gp_seg **out)
+{
+	struct gp_seg *seg = calloc(1, sizeof(*seg));
+	int ret;
+
+	if (!seg)
+		return gp_err(ctx, -ENOMEM, "out of memory for segment metadata");
+	seg->fd = -1;
+	seg->kind = (uint8_t)kind;
+	ret = ctx->ops->map(ctx, seg, size, keep_fd);
+	if (ret)
+		goto out_free;
+	ret = gp_seg_register(ctx, seg);
+	if (ret)
+		goto out_unmap;
+	gp_seg_link(ctx, seg);
 	gp_debug(ctx, "segment %#llx + %llu mapped (%s%s)",
 		 (unsigned long long)seg->addr, (unsigned long long)seg->size,
 		 seg->huge ? "huge pages, " : "",
@@ -120,16 +152,7 @@ out_free:
 
 void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg)
 {
-	if (seg->registered) {
-		/* Before the memory leaves the process: unmapping registered
-		 * memory leaves the driver with a stale registration.
-		 */
-		ctx->hst.unregister_calls++;
-		if (ctx->cuda.cudaHostUnregister((void *)(uintptr_t)seg->addr) !=
-		    cudaSuccess)
-			ctx->cuda.cudaGetLastError();
-		ctx->hst.registered--;
-	}
+	gp_seg_unregister(ctx, seg);
 	ctx->ops->unmap(ctx, seg);
 	if (seg->prev)
 		seg->prev->next = seg->next;

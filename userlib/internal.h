@@ -165,6 +165,9 @@ int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
 		  struct gp_seg **out);
 /* Unregister, unmap, unaccount and free a segment (host_lock held). */
 void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg);
+int gp_seg_register(struct gp_ctx *ctx, struct gp_seg *seg);
+void gp_seg_unregister(struct gp_ctx *ctx, struct gp_seg *seg);
+void gp_seg_link(struct gp_ctx *ctx, struct gp_seg *seg);
 
 /* dev.c */
 void gp_dev_fini(struct gp_ctx *ctx);

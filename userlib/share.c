@@ -47,7 +47,6 @@ out:
 GP_API int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size)
 {
 	struct gp_seg *seg;
-	cudaError_t e;
 	int ret;
 
 	if (!ctx || !ptr || fd < 0)
@@ -61,39 +60,16 @@ GP_API int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size)
 	ret = ctx->ops->import_fd(ctx, fd, seg);
 	if (ret)
 		goto out_free;
-	if (ctx->cuda.usable) {
-		unsigned int fl = cudaHostRegisterPortable;
-
-		if (ctx->opt.flags & GP_OPEN_HOST_MAPPED)
-			fl |= cudaHostRegisterMapped;
-		ctx->hst.register_calls++;
-		e = ctx->cuda.cudaHostRegister((void *)(uintptr_t)seg->addr,
-					       seg->size, fl);
-		if (e != cudaSuccess) {
-			ctx->cuda.cudaGetLastError();
-			ret = gp_err(ctx, -EIO, "import: cudaHostRegister: %s",
-				     gp_cuda_errstr(ctx, e));
-			goto out_unmap;
-		}
-		seg->registered = true;
-		ctx->hst.registered++;
-	}
+	ret = gp_seg_register(ctx, seg);
+	if (ret)
+		goto out_unmap;
 	if (gp_map_put(&ctx->own, seg->addr, seg)) {
 		ret = gp_err(ctx, -ENOMEM, "out of memory for buffer metadata");
 		goto out_unregister;
 	}
-	seg->next = ctx->segs;
-	if (ctx->segs)
-		ctx->segs->prev = seg;
-	ctx->segs = seg;
+	gp_seg_link(ctx, seg);
 	seg->nr_used = 1;
 	seg->requested = seg->size;
-	ctx->hst.reserved += seg->size;
-	if (ctx->hst.reserved > ctx->hst.peak_reserved)
-		ctx->hst.peak_reserved = ctx->hst.reserved;
-	ctx->hst.segments++;
-	if (seg->huge)
-		ctx->hst.segments_huge++;
 	ctx->hst.in_use += seg->size;
 	ctx->hst.requested += seg->size;
 	ctx->hst.imports++;
@@ -104,11 +80,7 @@ GP_API int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size)
 	return 0;
 
 out_unregister:
-	if (seg->registered) {
-		ctx->hst.unregister_calls++;
-		ctx->cuda.cudaHostUnregister((void *)(uintptr_t)seg->addr);
-		ctx->hst.registered--;
-	}
+	gp_seg_unregister(ctx, seg);
 out_unmap:
 	ctx->ops->unmap(ctx, seg);
 out_free:
