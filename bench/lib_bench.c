@@ -159,6 +159,48 @@ static void host_bench(void)
 	}
 }
 
+/*
+ * The pair above times an allocation and a free together.  Here each is
+ * timed alone: batches of SPLIT_N allocations (all live at once, from
+ * segments a first untimed round mapped), then their SPLIT_N frees.
+ */
+#define SPLIT_N 128
+
+static void host_split_bench(void)
+{
+	static const size_t sizes[] = { 64, 4096, 65536 };
+	double ta[BATCHES], tf[BATCHES];
+	void *p[SPLIT_N];
+	unsigned int s;
+	int b, i;
+
+	printf("\n== cached small host buffers: allocation and free timed apart, median ns each (batches of %d live) ==\n",
+	       SPLIT_N);
+	printf("%12s %12s %12s\n", "size", "alloc", "free");
+	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (b = -1; b < BATCHES; b++) {
+			double t0 = now_ns(), t1;
+
+			for (i = 0; i < SPLIT_N; i++)
+				if (gp_host_alloc(ctx, sizes[s], 0, &p[i])) {
+					fprintf(stderr, "gp_host_alloc: %s\n",
+						gp_last_error(ctx));
+					exit(1);
+				}
+			t1 = now_ns();
+			for (i = 0; i < SPLIT_N; i++)
+				gp_host_free(ctx, p[i]);
+			if (b >= 0) {	/* round -1 maps the segments */
+				ta[b] = (t1 - t0) / SPLIT_N;
+				tf[b] = (now_ns() - t1) / SPLIT_N;
+			}
+		}
+		printf("%12zu %12.0f %12.0f\n", sizes[s], median(ta, BATCHES),
+		       median(tf, BATCHES));
+		gp_host_trim(ctx, NULL);
+	}
+}
+
 static void trace_bench(const char *path)
 {
 	struct gp_dev_stats st;
@@ -275,6 +317,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	host_bench();
+	host_split_bench();
 	gp_close(ctx);
 
 	if (argc < 2)
