@@ -55,8 +55,9 @@ tools: lib
 	@$(SUBMAKE) -C tools
 	@$(SUBMAKE) -C examples
 
-tests: ksft lib
+tests: ksft lib tools
 	@$(SUBMAKE) -C tests/unit
+	@$(SUBMAKE) -C tests/tools
 	@$(SUBMAKE) -C tests/cudart_double
 	@$(SUBMAKE) -C tests/lib
 	@$(SUBMAKE) -C tests/vm

@@ -22,6 +22,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/highmem.h>
+#include <linux/math64.h>
 #include <linux/mm.h>
 #include <linux/nodemask.h>
 #include <linux/sched/signal.h>
@@ -557,6 +558,102 @@ void gp_pool_show_bins(struct seq_file *m)
 		}
 	}
 	kfree(bins);
+}
+
+/* Occupancy map --------------------------------------------------------------- */
+
+/*
+ * NodeNMap: the node's offset space in GP_MAP_CELLS equal cells, each shown
+ * by the state that holds most of its bytes: '#' in use, '.' free, 'z'
+ * waiting to be zeroed, 'q' quarantined, ' ' not reserved (room to grow).
+ * A picture, not a figure: the counters above are exact, a cell is not
+ * (the chunk the zeroing worker holds at that instant shows as in use).
+ */
+#define GP_MAP_CELLS	64
+
+enum { GP_MAP_FREE, GP_MAP_USED, GP_MAP_ZEROING, GP_MAP_QUARANTINED,
+       GP_MAP_NR };
+
+struct gp_map {
+	u64 space;			/* bytes the cells cover */
+	u64 bytes[GP_MAP_CELLS][GP_MAP_NR];
+};
+
+/* Add [off, off + size) to the cells it overlaps, as state st (or take it
+ * from GP_MAP_USED, sign < 0: released chunks are still in use for bfc).
+ */
+static void gp_map_add(struct gp_map *map, u64 off, u64 size, int st, int sign)
+{
+	u64 cell = div64_u64(map->space, GP_MAP_CELLS);
+	u64 end = min(off + size, map->space);
+	unsigned int i;
+
+	if (!cell)
+		return;
+	for (i = div64_u64(off, cell); i < GP_MAP_CELLS && off < end; i++) {
+		u64 lim = i == GP_MAP_CELLS - 1 ? map->space : (u64)(i + 1) * cell;
+		u64 part = min(end, lim) - off;
+
+		map->bytes[i][st] += part;
+		if (sign < 0)
+			map->bytes[i][GP_MAP_USED] -= part;
+		off += part;
+	}
+}
+
+static int gp_map_chunk(void *ctx, const struct bfc_chunk_info *c)
+{
+	gp_map_add(ctx, c->addr, c->size,
+		   c->in_use ? GP_MAP_USED : GP_MAP_FREE, 1);
+	return 0;
+}
+
+static void gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
+				  struct gp_map *map)
+{
+	static const char glyph[GP_MAP_NR] = { '.', '#', 'z', 'q' };
+	struct gp_chunk *c;
+	unsigned int i, st;
+
+	memset(map, 0, sizeof(*map));
+	map->space = (u64)n->cap_blocks * GP_BLOCK_SIZE;
+	mutex_lock(&n->lock);
+	bfc_for_each_chunk(n->bfc, gp_map_chunk, map);
+	/* Released chunks stay in use for bfc until zeroed: move them. */
+	spin_lock(&n->stat_lock);
+	list_for_each_entry(c, &n->dirty, link)
+		gp_map_add(map, c->offset, c->size, GP_MAP_ZEROING, -1);
+	list_for_each_entry(c, &n->quarantine, link)
+		gp_map_add(map, c->offset, c->size, GP_MAP_QUARANTINED, -1);
+	spin_unlock(&n->stat_lock);
+	mutex_unlock(&n->lock);
+
+	seq_printf(m, "Node%dMap: ", n->nid);
+	for (i = 0; i < GP_MAP_CELLS; i++) {
+		unsigned int best = GP_MAP_NR;
+		u64 most = 0;
+
+		for (st = 0; st < GP_MAP_NR; st++) {
+			if (map->bytes[i][st] > most) {
+				most = map->bytes[i][st];
+				best = st;
+			}
+		}
+		seq_putc(m, best == GP_MAP_NR ? ' ' : glyph[best]);
+	}
+	seq_putc(m, '\n');
+}
+
+void gp_pool_show_map(struct seq_file *m)
+{
+	struct gp_map *map = kmalloc(sizeof(*map), GFP_KERNEL);
+	unsigned int i;
+
+	if (!map)
+		return;
+	for (i = 0; i < gp_nr_nodes; i++)
+		gp_pool_show_node_map(m, gp_nodes[i], map);
+	kfree(map);
 }
 
 /* Load and unload ------------------------------------------------------------ */

@@ -48,6 +48,9 @@ step "host unit tests: the allocator core"
 step "host tests: libgpupool on the user backend, CUDA through the test double"
 GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" lib "$O/tests/lib" || status=1
 
+step "host tests: gpupoolctl and its /proc/gpupool parser (a fixture pool)"
+"$top/scripts/run-tests.sh" tools "$O/tests/tools" || status=1
+
 step "make install into a staging root; a program built against it with pkg-config"
 "$top/scripts/install-check.sh" || status=1
 

@@ -1,101 +1,647 @@
 // SPDX-License-Identifier: MIT
 /*
- * gpupoolctl - look at the gpupool pinned-memory pool.
+ * gpupoolctl - look at the gpupool pinned-memory pool, in the spirit of
+ * `free` and `nvidia-smi`.  Everything but `info` reads /proc/gpupool
+ * (world-readable); `info` asks /dev/gpupool (GPUPOOL_IOC_VERSION).
  *
- *   gpupoolctl info    what the loaded module speaks and serves (ioctl)
- *   gpupoolctl stat    the pool at a glance (/proc/gpupool)
+ *   gpupoolctl info         what the loaded module speaks and serves
+ *   gpupoolctl stat         the pool at a glance, per NUMA node
+ *   gpupoolctl top          holders sorted by bytes, refreshed
+ *   gpupoolctl map          occupancy picture per node
+ *   gpupoolctl prometheus   Prometheus text format (textfile collector)
+ *
+ * GPUPOOL_PROC_PATH and GPUPOOL_DEV_PATH override the two paths (tests).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <linux/gpupool.h>
 
-#define DEV_PATH	"/dev/gpupool"
-#define PROC_PATH	"/proc/gpupool"
+#include "proc_parse.h"
 
-static void explain_open_error(const char *path, int err)
+/* Exit codes, also in the usage text. */
+enum { EX_OK = 0, EX_FAIL = 1, EX_USAGE = 2, EX_NOMODULE = 3, EX_ACCESS = 4,
+       EX_ABI = 5 };
+
+static const char *proc_path = "/proc/gpupool";
+static const char *dev_path = "/dev/gpupool";
+
+struct opts {
+	bool json;
+	char unit;		/* 'h' human, 'b', 'k', 'm', 'g' */
+	long iterations;	/* top: -n, 0 = until q */
+	double delay;		/* top: -d seconds */
+};
+
+/* Errors that tell the user what to do -------------------------------------- */
+
+static int explain_open_error(const char *path, int err)
 {
+	struct stat st;
+
 	fprintf(stderr, "gpupoolctl: cannot open %s: %s\n", path, strerror(err));
-	if (err == ENOENT)
+	if (err == ENOENT) {
 		fprintf(stderr,
-			"  The gpupool module is not loaded. Load it with:\n"
-			"    sudo modprobe gpupool pool_size=<bytes>\n");
-	else if (err == EACCES || err == EPERM)
+			"  The gpupool module is not loaded. Load it (as root) with:\n"
+			"    modprobe gpupool pool_size=1G     (installed with DKMS)\n"
+			"    insmod gpupool.ko pool_size=1G    (from a build tree)\n"
+			"  Programs using libgpupool still work without it, on the\n"
+			"  user backend (GPUPOOL_BACKEND=user).\n");
+		return EX_NOMODULE;
+	}
+	if (err == EACCES || err == EPERM) {
+		struct group *g = NULL;
+
+		if (!stat(path, &st))
+			g = getgrgid(st.st_gid);
+		fprintf(stderr, "  %s is not accessible to you", path);
+		if (g)
+			fprintf(stderr, " (group '%s', mode %o).\n"
+				"  Ask an administrator to add you to it:\n"
+				"    usermod -aG %s $USER   (then log in again)\n",
+				g->gr_name, st.st_mode & 0777, g->gr_name);
+		else
+			fprintf(stderr, ".\n");
 		fprintf(stderr,
-			"  You may not use %s. Ask an administrator to add you to\n"
-			"  the group the udev rule gives it (see README: udev rule),\n"
-			"  then log in again.\n", path);
+			"  The udev rule packaging/70-gpupool.rules gives a group access.\n");
+		return EX_ACCESS;
+	}
+	return EX_FAIL;
 }
 
-static int cmd_info(void)
+/* Read /proc/gpupool whole and parse it. */
+static int read_pool(struct gpctl_pool *p)
+{
+	size_t cap = 16384, len = 0, n;
+	char *buf = malloc(cap), *nb;
+	FILE *f = fopen(proc_path, "r");
+	int ret;
+
+	if (!f) {
+		ret = explain_open_error(proc_path, errno);
+		free(buf);
+		return ret;
+	}
+	while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
+		len += n;
+		if (len == cap) {
+			nb = realloc(buf, cap *= 2);
+			if (!nb)
+				free(buf);
+			buf = nb;
+		}
+	}
+	fclose(f);
+	if (!buf) {
+		fprintf(stderr, "gpupoolctl: out of memory\n");
+		return EX_FAIL;
+	}
+	ret = gpctl_parse_proc(buf, len, p);
+	free(buf);
+	if (ret == -EINVAL) {
+		fprintf(stderr,
+			"gpupoolctl: %s is not in a format this gpupoolctl knows\n"
+			"  (ABI %d.%d); the module is probably newer: upgrade the gpupool tools.\n",
+			proc_path, GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
+		return EX_ABI;
+	}
+	if (ret) {
+		fprintf(stderr, "gpupoolctl: %s: %s\n", proc_path, strerror(-ret));
+		return EX_FAIL;
+	}
+	return EX_OK;
+}
+
+/* Formatting ------------------------------------------------------------------ */
+
+static const char *fmt_size(char *buf, size_t len, uint64_t bytes, char unit)
+{
+	static const char *const suffix[] = { "B", "Ki", "Mi", "Gi", "Ti", "Pi" };
+	double v = (double)bytes;
+	int i = 0;
+
+	switch (unit) {
+	case 'b': snprintf(buf, len, "%llu", (unsigned long long)bytes); break;
+	case 'k': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 10)); break;
+	case 'm': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 20)); break;
+	case 'g': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 30)); break;
+	default:
+		while (v >= 1024 && i < 5) {
+			v /= 1024;
+			i++;
+		}
+		if (i == 0)
+			snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+		else
+			snprintf(buf, len, "%.1f%s", v, suffix[i]);
+	}
+	return buf;
+}
+
+/* A JSON string (command names may hold anything). */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* The per-pool figures `stat` shows, in the order it shows them. */
+static const char *const stat_keys[] = {
+	"PoolTotal", "InUse", "PoolFree", "Zeroing", "Quarantined",
+	"LargestFree", "PeakInUse",
+};
+#define NR_STAT_KEYS (sizeof(stat_keys) / sizeof(stat_keys[0]))
+
+/* All fields as one JSON object: numbers in bytes / ms / ppm as named. */
+static void json_fields(const struct gpctl_pool *p)
+{
+	size_t i;
+
+	putchar('{');
+	for (i = 0; i < p->nr_fields; i++) {
+		const struct gpctl_field *f = &p->fields[i];
+
+		printf("%s", i ? ", " : "");
+		json_str(f->key);
+		if (!strcmp(f->key, "AbiVersion")) {
+			printf(": ");
+			json_str(f->text);
+		} else {
+			printf(": %llu", (unsigned long long)f->value);
+		}
+	}
+	putchar('}');
+}
+
+static void json_holders(const struct gpctl_pool *p)
+{
+	size_t i;
+
+	putchar('[');
+	for (i = 0; i < p->nr_holders; i++) {
+		const struct gpctl_holder *h = &p->holders[i];
+
+		printf("%s{\"pid\": %lld, \"bytes\": %llu, \"chunks\": %llu, \"comm\": ",
+		       i ? ", " : "", (long long)h->pid,
+		       (unsigned long long)h->bytes,
+		       (unsigned long long)h->chunks);
+		json_str(h->comm);
+		putchar('}');
+	}
+	putchar(']');
+}
+
+/* stat ---------------------------------------------------------------------- */
+
+static void stat_row(const struct gpctl_pool *p, const char *name,
+		     const char *prefix, char unit)
+{
+	char key[GPCTL_KEY_MAX], b[32];
+	size_t i;
+
+	printf("%-8s", name);
+	for (i = 0; i < NR_STAT_KEYS; i++) {
+		snprintf(key, sizeof(key), "%s%s", prefix, stat_keys[i]);
+		printf(" %12s", fmt_size(b, sizeof(b), gpctl_value(p, key), unit));
+	}
+	snprintf(key, sizeof(key), "%sFragmentation", prefix);
+	printf(" %6.1f%%", gpctl_value(p, key) / 1e4);
+	snprintf(key, sizeof(key), "%sChunksInUse", prefix);
+	printf(" %8llu\n", (unsigned long long)gpctl_value(p, key));
+}
+
+static int cmd_stat(const struct opts *o)
+{
+	struct gpctl_pool p;
+	char prefix[24], name[24];
+	unsigned long n, nodes;
+	size_t i;
+	int ret = read_pool(&p);
+
+	if (ret)
+		return ret;
+	nodes = gpctl_value(&p, "Nodes");
+	if (o->json) {
+		printf("{\"fields\": ");
+		json_fields(&p);
+		printf(", \"holders\": ");
+		json_holders(&p);
+		printf("}\n");
+		gpctl_pool_free(&p);
+		return EX_OK;
+	}
+	printf("%-8s %12s %12s %12s %12s %12s %12s %12s %7s %8s\n", "",
+	       "total", "used", "free", "zeroing", "quarantined", "largest",
+	       "peak", "frag", "chunks");
+	stat_row(&p, "Pool:", "", o->unit);
+	for (n = 0, i = 0; i < p.nr_fields && n < nodes; i++) {
+		const char *k = p.fields[i].key;
+		char *end;
+		long nid;
+
+		if (strncmp(k, "Node", 4) || !strstr(k, "PoolTotal"))
+			continue;
+		nid = strtol(k + 4, &end, 10);
+		if (strcmp(end, "PoolTotal"))
+			continue;
+		snprintf(prefix, sizeof(prefix), "Node%ld", nid);
+		snprintf(name, sizeof(name), "Node%ld:", nid);
+		stat_row(&p, name, prefix, o->unit);
+		n++;
+	}
+	printf("allocs %llu, frees %llu, failed %llu, limit denials %llu; holders %zu; reserved in %llu ms\n",
+	       (unsigned long long)gpctl_value(&p, "Allocs"),
+	       (unsigned long long)gpctl_value(&p, "Frees"),
+	       (unsigned long long)gpctl_value(&p, "FailedAllocs"),
+	       (unsigned long long)gpctl_value(&p, "LimitDenials"),
+	       p.nr_holders,
+	       (unsigned long long)gpctl_value(&p, "ReserveTime"));
+	gpctl_pool_free(&p);
+	return EX_OK;
+}
+
+/* top ----------------------------------------------------------------------- */
+
+static int by_bytes(const void *a, const void *b)
+{
+	const struct gpctl_holder *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static struct termios saved_tty;
+static bool tty_raw;
+static volatile sig_atomic_t stop;
+
+static void restore_tty(void)
+{
+	if (tty_raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
+	tty_raw = false;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* Wait `delay` seconds; true when the user pressed q (or a signal came). */
+static bool wait_for_quit(double delay)
+{
+	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+	char c;
+
+	if (stop)
+		return true;
+	if (!tty_raw) {
+		usleep((useconds_t)(delay * 1e6));
+		return stop;
+	}
+	if (poll(&pfd, 1, (int)(delay * 1000)) > 0 &&
+	    read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q'))
+		return true;
+	return stop;
+}
+
+static int top_once(const struct opts *o, bool screen)
+{
+	struct gpctl_pool p;
+	char b1[32], b2[32], b3[32];
+	size_t i;
+	int ret = read_pool(&p);
+
+	if (ret)
+		return ret;
+	qsort(p.holders, p.nr_holders, sizeof(*p.holders), by_bytes);
+	if (o->json) {
+		json_holders(&p);
+		putchar('\n');
+	} else {
+		if (screen)
+			printf("\033[H\033[2J");
+		printf("gpupool: %s in use of %s, %s free, %zu holders%s\n",
+		       fmt_size(b1, sizeof(b1), gpctl_value(&p, "InUse"), o->unit),
+		       fmt_size(b2, sizeof(b2), gpctl_value(&p, "PoolTotal"), o->unit),
+		       fmt_size(b3, sizeof(b3), gpctl_value(&p, "PoolFree"), o->unit),
+		       p.nr_holders, screen ? "   (q to quit)" : "");
+		printf("%8s %12s %8s %6s  %s\n", "PID", "BYTES", "CHUNKS", "%POOL",
+		       "COMMAND");
+		for (i = 0; i < p.nr_holders; i++) {
+			const struct gpctl_holder *h = &p.holders[i];
+			uint64_t total = gpctl_value(&p, "PoolTotal");
+
+			printf("%8lld %12s %8llu %5.1f%%  %s\n", (long long)h->pid,
+			       fmt_size(b1, sizeof(b1), h->bytes, o->unit),
+			       (unsigned long long)h->chunks,
+			       total ? 100.0 * (double)h->bytes / (double)total : 0.0,
+			       h->comm);
+		}
+	}
+	fflush(stdout);
+	gpctl_pool_free(&p);
+	return EX_OK;
+}
+
+static int cmd_top(const struct opts *o)
+{
+	bool screen = !o->json && isatty(STDOUT_FILENO);
+	struct sigaction sa;
+	long i;
+	int ret = EX_OK;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (screen && isatty(STDIN_FILENO) &&
+	    !tcgetattr(STDIN_FILENO, &saved_tty)) {
+		struct termios raw = saved_tty;
+
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		raw.c_cc[VMIN] = 0;
+		raw.c_cc[VTIME] = 0;
+		if (!tcsetattr(STDIN_FILENO, TCSANOW, &raw)) {
+			tty_raw = true;
+			atexit(restore_tty);
+		}
+	}
+	for (i = 0; !o->iterations || i < o->iterations; i++) {
+		if (i && wait_for_quit(o->delay))
+			break;
+		ret = top_once(o, screen);
+		if (ret)
+			break;
+	}
+	restore_tty();
+	return ret;
+}
+
+/* map ----------------------------------------------------------------------- */
+
+static int cmd_map(const struct opts *o)
+{
+	struct gpctl_pool p;
+	char key[GPCTL_KEY_MAX], b[32];
+	size_t i;
+	int ret = read_pool(&p);
+
+	if (ret)
+		return ret;
+	if (o->json)
+		printf("[");
+	for (i = 0; i < p.nr_maps; i++) {
+		const struct gpctl_map *m = &p.maps[i];
+		size_t cells = strlen(m->cells);
+		uint64_t total;
+
+		snprintf(key, sizeof(key), "Node%dPoolTotal", m->node);
+		total = gpctl_value(&p, key);
+		if (o->json) {
+			printf("%s{\"node\": %d, \"cells\": ", i ? ", " : "", m->node);
+			json_str(m->cells);
+			printf("}");
+			continue;
+		}
+		printf("node %d: %s reserved, %zu cells\n", m->node,
+		       fmt_size(b, sizeof(b), total, o->unit), cells);
+		printf("  [%s]\n", m->cells);
+	}
+	if (o->json)
+		printf("]\n");
+	else if (!p.nr_maps)
+		printf("(this module shows no occupancy map: upgrade the module)\n");
+	else
+		printf("legend: # in use  . free  z being zeroed  q quarantined (still pinned)  ' ' room to grow\n");
+	gpctl_pool_free(&p);
+	return EX_OK;
+}
+
+/* prometheus ---------------------------------------------------------------- */
+
+struct metric {
+	const char *key;	/* whole-pool key; per node "Node<N>" + key */
+	const char *name;
+	const char *type;
+	const char *help;
+};
+
+static const struct metric metrics[] = {
+	{ "PoolTotal", "gpupool_total_bytes", "gauge", "Memory the pool holds." },
+	{ "PoolFree", "gpupool_free_bytes", "gauge", "Free, zeroed, ready to allocate." },
+	{ "InUse", "gpupool_in_use_bytes", "gauge", "In live chunks." },
+	{ "PeakInUse", "gpupool_peak_in_use_bytes", "gauge", "Highest in-use since load." },
+	{ "Zeroing", "gpupool_zeroing_bytes", "gauge", "Released, waiting to be zeroed." },
+	{ "Quarantined", "gpupool_quarantined_bytes", "gauge", "Released but still pinned by others." },
+	{ "LargestFree", "gpupool_largest_free_bytes", "gauge", "Largest free chunk." },
+	{ "Fragmentation", "gpupool_fragmentation_ratio", "gauge", "1 - largest free / free." },
+	{ "ChunksInUse", "gpupool_chunks_in_use", "gauge", "Live chunks." },
+	{ "ChunksFree", "gpupool_chunks_free", "gauge", "Free chunks." },
+	{ "Allocs", "gpupool_allocs_total", "counter", "Successful allocations." },
+	{ "Frees", "gpupool_frees_total", "counter", "Chunks released." },
+	{ "FailedAllocs", "gpupool_failed_allocs_total", "counter", "Allocations refused for lack of memory." },
+	{ "Growths", "gpupool_growths_total", "counter", "Regions added after load." },
+};
+
+static void prom_value(const struct gpctl_field *f)
+{
+	if (f->unit == 'p')
+		printf("%g\n", (double)f->value / 1e6);
+	else
+		printf("%llu\n", (unsigned long long)f->value);
+}
+
+static int cmd_prometheus(void)
+{
+	struct gpctl_pool p;
+	size_t m, i;
+	int ret = read_pool(&p);
+
+	if (ret)
+		return ret;
+	for (m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++) {
+		const struct metric *mt = &metrics[m];
+		const struct gpctl_field *f = gpctl_field(&p, mt->key);
+
+		printf("# HELP %s %s\n# TYPE %s %s\n", mt->name, mt->help,
+		       mt->name, mt->type);
+		if (f) {
+			printf("%s{node=\"all\"} ", mt->name);
+			prom_value(f);
+		}
+		for (i = 0; i < p.nr_fields; i++) {
+			const char *k = p.fields[i].key;
+			char *end;
+			long nid;
+
+			if (strncmp(k, "Node", 4))
+				continue;
+			nid = strtol(k + 4, &end, 10);
+			if (end == k + 4 || strcmp(end, mt->key))
+				continue;
+			printf("%s{node=\"%ld\"} ", mt->name, nid);
+			prom_value(&p.fields[i]);
+		}
+	}
+	printf("# HELP gpupool_holder_bytes Bytes counting against each holder process.\n"
+	       "# TYPE gpupool_holder_bytes gauge\n");
+	for (i = 0; i < p.nr_holders; i++) {
+		printf("gpupool_holder_bytes{pid=\"%lld\",comm=", (long long)p.holders[i].pid);
+		json_str(p.holders[i].comm);	/* same escaping rules */
+		printf("} %llu\n", (unsigned long long)p.holders[i].bytes);
+	}
+	gpctl_pool_free(&p);
+	return EX_OK;
+}
+
+/* info ---------------------------------------------------------------------- */
+
+static int cmd_info(const struct opts *o)
 {
 	struct gpupool_version v;
-	int fd = open(DEV_PATH, O_RDWR | O_CLOEXEC);
+	int fd = open(dev_path, O_RDWR | O_CLOEXEC), ret = EX_OK;
 
-	if (fd < 0) {
-		explain_open_error(DEV_PATH, errno);
-		return 1;
-	}
+	if (fd < 0)
+		return explain_open_error(dev_path, errno);
 	memset(&v, 0, sizeof(v));
 	if (ioctl(fd, GPUPOOL_IOC_VERSION, &v) < 0) {
 		fprintf(stderr, "gpupoolctl: GPUPOOL_IOC_VERSION: %s\n",
 			strerror(errno));
 		close(fd);
-		return 1;
+		return EX_FAIL;
 	}
 	close(fd);
-	printf("module ABI:    %u.%u (accepts libraries from ABI %u)\n",
+	if (v.abi_major != GPUPOOL_ABI_MAJOR) {
+		fprintf(stderr, "gpupoolctl: the module speaks ABI %u.%u, these tools %u.%u: upgrade the %s\n",
+			v.abi_major, v.abi_minor, GPUPOOL_ABI_MAJOR,
+			GPUPOOL_ABI_MINOR,
+			v.abi_major > GPUPOOL_ABI_MAJOR ? "gpupool tools (and libgpupool)" :
+			"gpupool module");
+		ret = EX_ABI;
+	}
+	if (o->json) {
+		printf("{\"abi_major\": %u, \"abi_minor\": %u, \"min_lib_major\": %u, "
+		       "\"tools_abi_major\": %u, \"tools_abi_minor\": %u, "
+		       "\"pool_size\": %llu, \"granularity\": %llu, "
+		       "\"nr_nodes\": %u, \"node_mask\": %llu}\n",
+		       v.abi_major, v.abi_minor, v.min_lib_major,
+		       GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR,
+		       (unsigned long long)v.pool_size,
+		       (unsigned long long)v.granularity, v.nr_nodes,
+		       (unsigned long long)v.node_mask);
+		return ret;
+	}
+	printf("module ABI:     %u.%u (accepts libraries from ABI %u)\n",
 	       v.abi_major, v.abi_minor, v.min_lib_major);
 	printf("gpupoolctl ABI: %u.%u\n", GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
-	if (v.abi_major != GPUPOOL_ABI_MAJOR)
-		printf("warning: ABI major mismatch: upgrade the %s\n",
-		       v.abi_major > GPUPOOL_ABI_MAJOR ? "gpupool tools" :
-		       "gpupool module");
-	printf("pool size:     %llu bytes\n", (unsigned long long)v.pool_size);
-	printf("granularity:   %llu bytes\n", (unsigned long long)v.granularity);
-	printf("NUMA nodes:    %u (mask %#llx)\n", v.nr_nodes,
+	printf("pool size:      %llu bytes\n", (unsigned long long)v.pool_size);
+	printf("granularity:    %llu bytes\n", (unsigned long long)v.granularity);
+	printf("NUMA nodes:     %u (mask %#llx)\n", v.nr_nodes,
 	       (unsigned long long)v.node_mask);
-	return 0;
+	return ret;
 }
 
-static int cmd_stat(void)
-{
-	char buf[4096];
-	size_t n;
-	FILE *f = fopen(PROC_PATH, "r");
-
-	if (!f) {
-		explain_open_error(PROC_PATH, errno);
-		return 1;
-	}
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		fwrite(buf, 1, n, stdout);
-	fclose(f);
-	return 0;
-}
+/* main ---------------------------------------------------------------------- */
 
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: gpupoolctl COMMAND\n"
-		"  info    ABI version and pool geometry of the loaded module\n"
-		"  stat    the pool at a glance (/proc/gpupool)\n");
+		"usage: gpupoolctl COMMAND [OPTIONS]\n"
+		"  info          ABI version and pool geometry of the loaded module\n"
+		"  stat          the pool at a glance, per NUMA node\n"
+		"  top           holders sorted by bytes, refreshed until q or Ctrl-C\n"
+		"  map           occupancy picture per node\n"
+		"  prometheus    metrics in the Prometheus text format\n"
+		"options:\n"
+		"  --json        JSON instead of text (info, stat, top, map)\n"
+		"  -b -k -m -g   sizes in bytes, KiB, MiB, GiB (default: human-readable)\n"
+		"  -n N          top: N refreshes, then exit (default: until q)\n"
+		"  -d SECONDS    top: delay between refreshes (default 2)\n"
+		"exit status: 0 ok, 1 error, 2 usage, 3 module not loaded,\n"
+		"             4 no access to /dev/gpupool, 5 ABI mismatch\n");
 }
 
 int main(int argc, char **argv)
 {
-	if (argc == 2 && !strcmp(argv[1], "info"))
-		return cmd_info();
-	if (argc == 2 && !strcmp(argv[1], "stat"))
-		return cmd_stat();
-	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		usage(stdout);
-		return 0;
+	struct opts o = { .unit = 'h', .delay = 2.0 };
+	const char *cmd = NULL;
+	int i;
+
+	if (getenv("GPUPOOL_PROC_PATH"))
+		proc_path = getenv("GPUPOOL_PROC_PATH");
+	if (getenv("GPUPOOL_DEV_PATH"))
+		dev_path = getenv("GPUPOOL_DEV_PATH");
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *end;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return EX_OK;
+		} else if (!strcmp(a, "--json")) {
+			o.json = true;
+		} else if (!strcmp(a, "-b") || !strcmp(a, "-k") ||
+			   !strcmp(a, "-m") || !strcmp(a, "-g")) {
+			o.unit = a[1];
+		} else if ((!strcmp(a, "-n") || !strcmp(a, "-d")) && i + 1 < argc) {
+			double v = strtod(argv[++i], &end);
+
+			if (*end || end == argv[i] || v <= 0 || v > 1e6) {
+				fprintf(stderr, "gpupoolctl: %s wants a positive number, not '%s'\n",
+					a, argv[i]);
+				return EX_USAGE;
+			}
+			if (a[1] == 'n')
+				o.iterations = (long)v;
+			else
+				o.delay = v;
+		} else if (!cmd && a[0] != '-') {
+			cmd = a;
+		} else {
+			fprintf(stderr, "gpupoolctl: unexpected argument '%s'\n", a);
+			usage(stderr);
+			return EX_USAGE;
+		}
 	}
+	if (!cmd) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (!strcmp(cmd, "info"))
+		return cmd_info(&o);
+	if (!strcmp(cmd, "stat"))
+		return cmd_stat(&o);
+	if (!strcmp(cmd, "top"))
+		return cmd_top(&o);
+	if (!strcmp(cmd, "map"))
+		return cmd_map(&o);
+	if (!strcmp(cmd, "prometheus"))
+		return cmd_prometheus();
+	fprintf(stderr, "gpupoolctl: unknown command '%s'\n", cmd);
 	usage(stderr);
-	return 2;
+	return EX_USAGE;
 }

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctl_test - the /proc/gpupool parser and gpupoolctl's output for a known
+ * pool state (fixture-2node.txt: two nodes, two holders, maps), on the host.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "proc_parse.h"
+
+#define FIXTURE_FILE FIXTURE_DIR "/fixture-2node.txt"
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+
+	if (!f)
+		return NULL;
+	buf = calloc(1, 1 << 16);
+	*len = buf ? fread(buf, 1, (1 << 16) - 1, f) : 0;
+	fclose(f);
+	return buf;
+}
+
+/* Run gpupoolctl with args against `proc`; its stdout+stderr, exit code. */
+static char *ctl(const char *proc, const char *args, int *code)
+{
+	char cmd[1024], *out = calloc(1, 1 << 16);
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "GPUPOOL_PROC_PATH='%s' %s %s 2>&1", proc,
+		 CTL_BIN, args);
+	p = popen(cmd, "r");
+	if (!p || !out)
+		return out;
+	n = fread(out, 1, (1 << 16) - 1, p);
+	out[n] = 0;
+	st = pclose(p);
+	*code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return out;
+}
+
+TEST(parses_fixture)
+{
+	struct gpctl_pool p;
+	size_t len;
+	char *text = slurp(FIXTURE_FILE, &len);
+
+	ASSERT_NE(NULL, text);
+	ASSERT_EQ(0, gpctl_parse_proc(text, len, &p));
+	EXPECT_EQ(256ull << 20, gpctl_value(&p, "PoolTotal"));
+	EXPECT_EQ(8ull << 20, gpctl_value(&p, "InUse"));
+	EXPECT_EQ(500000, gpctl_value(&p, "Fragmentation"));
+	EXPECT_EQ('p', gpctl_field(&p, "Fragmentation")->unit);
+	EXPECT_EQ(331, gpctl_value(&p, "ReserveTime"));
+	EXPECT_EQ(128ull << 20, gpctl_value(&p, "Node1PoolTotal"));
+	EXPECT_STREQ("1.0", gpctl_field(&p, "AbiVersion")->text);
+	ASSERT_EQ(2, p.nr_holders);
+	EXPECT_EQ(4242, p.holders[0].pid);
+	EXPECT_EQ(1ull << 20, p.holders[0].bytes);
+	EXPECT_STREQ("data loader \"x\"", p.holders[1].comm);
+	EXPECT_EQ(2, p.holders[1].chunks);
+	ASSERT_EQ(2, p.nr_maps);
+	EXPECT_EQ(1, p.maps[1].node);
+	EXPECT_EQ(64, strlen(p.maps[1].cells));
+	EXPECT_EQ(NULL, gpctl_field(&p, "Node0Bin0"));
+	gpctl_pool_free(&p);
+	free(text);
+}
+
+TEST(rejects_what_is_not_proc_gpupool)
+{
+	static const char *const bad[] = {
+		"",
+		"PoolTotal: 4 kB\n",				/* no AbiVersion */
+		"AbiVersion: 1.0\nPoolTotal: 99999999999999999999 kB\n",
+		"AbiVersion: 1.0\nPoolTotal: 18014398509481984 kB\n",	/* << 10 overflows */
+		"AbiVersion: 1.0\nPool Total: 4 kB\n",
+		"AbiVersion: 1.0\nPoolTotal: 4 MB\n",
+		"AbiVersion: 1.0\nHolder: 12 x 1 cmd\n",
+		"AbiVersion: 1.0\nHolder: 12 4\n",
+		"AbiVersion: 1.x\n",
+		"AbiVersion: 1.0\n: 5\n",
+		"AbiVersion: 1.0\nNodexMap: ##\n",
+		"AbiVersion: 1.0\nno colon here\n",
+	};
+	struct gpctl_pool p;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-EINVAL, gpctl_parse_proc(bad[i], strlen(bad[i]), &p)) {
+			TH_LOG("accepted: %s", bad[i]);
+		}
+		EXPECT_EQ(NULL, p.fields);
+	}
+}
+
+/* Every prefix of a real file, cut anywhere, in a buffer of exactly that
+ * length (ASan catches a read past it): parses or is refused cleanly.
+ */
+TEST(any_truncation_is_safe)
+{
+	struct gpctl_pool p;
+	size_t len, cut;
+	char *text = slurp(FIXTURE_FILE, &len);
+	int ok = 0;
+
+	ASSERT_NE(NULL, text);
+	for (cut = 0; cut <= len; cut++) {
+		char *copy = malloc(cut ? cut : 1);
+		int ret;
+
+		memcpy(copy, text, cut);
+		ret = gpctl_parse_proc(copy, cut, &p);
+		ASSERT_TRUE(ret == 0 || ret == -EINVAL);
+		if (!ret) {
+			ok++;
+			gpctl_pool_free(&p);
+		}
+		free(copy);
+	}
+	EXPECT_GT(ok, 0);
+	free(text);
+}
+
+TEST(stat_bytes)
+{
+	int code = -1;
+	char *out = ctl(FIXTURE_FILE, "stat -b", &code);
+
+	EXPECT_EQ(0, code);
+	/* total, used, free, zeroing, quarantined, largest, peak, frag, chunks */
+	EXPECT_NE(NULL, strstr(out, "Pool:       268435456      8388608    260046848            0            0    130023424     12582912   50.0%        3")) {
+		TH_LOG("%s", out);
+	}
+	EXPECT_NE(NULL, strstr(out, "Node1:      134217728      4194304    130023424")) {
+		TH_LOG("%s", out);
+	}
+	EXPECT_NE(NULL, strstr(out, "allocs 10, frees 7, failed 1, limit denials 0; holders 2; reserved in 331 ms"));
+	free(out);
+}
+
+TEST(stat_human_and_units)
+{
+	int code = -1;
+	char *out = ctl(FIXTURE_FILE, "stat", &code);
+
+	EXPECT_EQ(0, code);
+	EXPECT_NE(NULL, strstr(out, "256.0Mi")) TH_LOG("%s", out);
+	free(out);
+	out = ctl(FIXTURE_FILE, "stat -m", &code);
+	EXPECT_NE(NULL, strstr(out, "Pool:             256            8          248")) TH_LOG("%s", out);
+	free(out);
+}
+
+TEST(stat_json)
+{
+	int code = -1;
+	char *out = ctl(FIXTURE_FILE, "stat --json", &code);
+
+	EXPECT_EQ(0, code);
+	EXPECT_NE(NULL, strstr(out, "\"PoolTotal\": 268435456"));
+	EXPECT_NE(NULL, strstr(out, "\"AbiVersion\": \"1.0\""));
+	EXPECT_NE(NULL, strstr(out, "{\"pid\": 77, \"bytes\": 7340032, \"chunks\": 2, \"comm\": \"data loader \\\"x\\\"\"}")) TH_LOG("%s", out);
+	free(out);
+}
+
+TEST(top_sorted_by_bytes)
+{
+	int code = -1;
+	char *out = ctl(FIXTURE_FILE, "top -n 1 -b", &code), *a, *b;
+
+	EXPECT_EQ(0, code);
+	a = strstr(out, "      77      7340032        2   2.7%  data loader \"x\"");
+	b = strstr(out, "    4242      1048576        1   0.4%  python3");
+	EXPECT_NE(NULL, a) TH_LOG("%s", out);
+	EXPECT_NE(NULL, b) TH_LOG("%s", out);
+	EXPECT_TRUE(a && b && a < b);
+	EXPECT_EQ(NULL, strchr(out, '\033'));	/* not a tty: no escapes */
+	free(out);
+	out = ctl(FIXTURE_FILE, "top -n 2 -d 0.01 --json", &code);
+	EXPECT_EQ(0, code);
+	a = strstr(out, "[{\"pid\": 77,");
+	EXPECT_NE(NULL, a);
+	EXPECT_NE(NULL, a ? strstr(a + 1, "[{\"pid\": 77,") : NULL);
+	free(out);
+}
+
+TEST(map_and_prometheus)
+{
+	int code = -1;
+	char *out = ctl(FIXTURE_FILE, "map", &code);
+
+	EXPECT_EQ(0, code);
+	EXPECT_NE(NULL, strstr(out, "node 1: 128.0Mi reserved, 64 cells\n  [#####....")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "legend:"));
+	free(out);
+	out = ctl(FIXTURE_FILE, "map --json", &code);
+	EXPECT_NE(NULL, strstr(out, "[{\"node\": 0, \"cells\": \"##....")) TH_LOG("%s", out);
+	free(out);
+	out = ctl(FIXTURE_FILE, "prometheus", &code);
+	EXPECT_EQ(0, code);
+	EXPECT_NE(NULL, strstr(out, "# TYPE gpupool_total_bytes gauge\ngpupool_total_bytes{node=\"all\"} 268435456\ngpupool_total_bytes{node=\"0\"} 134217728\ngpupool_total_bytes{node=\"1\"} 134217728\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "gpupool_fragmentation_ratio{node=\"all\"} 0.5\n"));
+	EXPECT_NE(NULL, strstr(out, "# TYPE gpupool_allocs_total counter\ngpupool_allocs_total{node=\"all\"} 10\n"));
+	EXPECT_NE(NULL, strstr(out, "gpupool_holder_bytes{pid=\"77\",comm=\"data loader \\\"x\\\"\"} 7340032\n"));
+	free(out);
+}
+
+TEST(errors_say_what_to_do)
+{
+	int code = -1;
+	char *out = ctl("/nonexistent/gpupool", "stat", &code), path[] = "/tmp/gpctl-XXXXXX";
+	FILE *f;
+	int fd;
+
+	EXPECT_EQ(3, code);
+	EXPECT_NE(NULL, strstr(out, "The gpupool module is not loaded")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "modprobe gpupool"));
+	free(out);
+
+	fd = mkstemp(path);
+	ASSERT_GE(fd, 0);
+	f = fdopen(fd, "w");
+	fputs("AbiVersion: 1.0\nSomethingNew: 5 furlongs\n", f);
+	fclose(f);
+	out = ctl(path, "stat", &code);
+	EXPECT_EQ(5, code);
+	EXPECT_NE(NULL, strstr(out, "upgrade the gpupool tools")) TH_LOG("%s", out);
+	free(out);
+	unlink(path);
+
+	out = ctl(FIXTURE_FILE, "stat --bogus", &code);
+	EXPECT_EQ(2, code);
+	free(out);
+	out = ctl(FIXTURE_FILE, "top -n x", &code);
+	EXPECT_EQ(2, code);
+	EXPECT_NE(NULL, strstr(out, "-n wants a positive number"));
+	free(out);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+/*
+ * proc_parse.c - /proc/gpupool text -> struct gpctl_pool.  Written to take
+ * any input: every read is bounded by len, numbers that overflow or lines
+ * of an unknown shape make the whole parse fail with -EINVAL (the file is
+ * ABI: a line we do not understand means we are not reading gpupool's).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc_parse.h"
+
+/* A growable array of `size`-byte elements. */
+static int push(void **arr, size_t *nr, size_t size, const void *elem)
+{
+	void *p;
+
+	if ((*nr & (*nr - 1)) == 0) {	/* 0, 1, 2, 4, ...: double */
+		size_t cap = *nr ? *nr * 2 : 8;
+
+		p = realloc(*arr, cap * size);
+		if (!p)
+			return -ENOMEM;
+		*arr = p;
+	}
+	memcpy((char *)*arr + *nr * size, elem, size);
+	(*nr)++;
+	return 0;
+}
+
+/* Parse a decimal u64 from [*s, end); advances *s.  false if none/overflow. */
+static bool take_u64(const char **s, const char *end, uint64_t *v)
+{
+	const char *p = *s;
+	uint64_t x = 0;
+
+	if (p >= end || *p < '0' || *p > '9')
+		return false;
+	for (; p < end && *p >= '0' && *p <= '9'; p++) {
+		if (x > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return false;
+		x = x * 10 + (uint64_t)(*p - '0');
+	}
+	*s = p;
+	*v = x;
+	return true;
+}
+
+static void skip_spaces(const char **s, const char *end)
+{
+	while (*s < end && **s == ' ')
+		(*s)++;
+}
+
+static bool rest_is(const char *s, const char *end, const char *word)
+{
+	size_t n = strlen(word);
+
+	return (size_t)(end - s) == n && !memcmp(s, word, n);
+}
+
+/* "Holder: <pid> <kB> <chunks> <comm...>" (value part after "Holder:"). */
+static int parse_holder(const char *s, const char *end, struct gpctl_pool *p)
+{
+	struct gpctl_holder h;
+	uint64_t pid, kb;
+	size_t n;
+
+	memset(&h, 0, sizeof(h));
+	skip_spaces(&s, end);
+	if (!take_u64(&s, end, &pid) || pid > INT64_MAX)
+		return -EINVAL;
+	skip_spaces(&s, end);
+	if (!take_u64(&s, end, &kb) || kb > UINT64_MAX >> 10)
+		return -EINVAL;
+	skip_spaces(&s, end);
+	if (!take_u64(&s, end, &h.chunks))
+		return -EINVAL;
+	if (s < end && *s != ' ')
+		return -EINVAL;
+	if (s < end)
+		s++;
+	n = (size_t)(end - s);
+	if (n >= sizeof(h.comm))
+		n = sizeof(h.comm) - 1;
+	memcpy(h.comm, s, n);
+	h.pid = (int64_t)pid;
+	h.bytes = kb << 10;
+	return push((void **)&p->holders, &p->nr_holders, sizeof(h), &h);
+}
+
+/* "Node<N>Map: <cells>" */
+static int parse_map(const char *key, size_t klen, const char *s,
+		     const char *end, struct gpctl_pool *p)
+{
+	const char *k = key + 4, *kend = key + klen - 3;	/* Node..Map */
+	struct gpctl_map m;
+	uint64_t node;
+	size_t n;
+
+	if (!take_u64(&k, kend, &node) || k != kend || node > 1023)
+		return -EINVAL;
+	if (s < end && *s == ' ')
+		s++;
+	n = (size_t)(end - s);
+	if (n >= sizeof(m.cells))
+		return -EINVAL;
+	memset(&m, 0, sizeof(m));
+	m.node = (int)node;
+	memcpy(m.cells, s, n);
+	return push((void **)&p->maps, &p->nr_maps, sizeof(m), &m);
+}
+
+/* "<Key>: <number>[ kB| ms| ppm]" or "AbiVersion: <major>.<minor>" */
+static int parse_field(const char *key, size_t klen, const char *s,
+		       const char *end, struct gpctl_pool *p)
+{
+	struct gpctl_field f;
+	size_t n;
+
+	memset(&f, 0, sizeof(f));
+	if (klen >= sizeof(f.key))
+		return -EINVAL;
+	memcpy(f.key, key, klen);
+	skip_spaces(&s, end);
+	n = (size_t)(end - s);
+	if (n >= sizeof(f.text))
+		return -EINVAL;
+	memcpy(f.text, s, n);
+	if (klen == 10 && !memcmp(key, "AbiVersion", 10)) {
+		uint64_t minor;
+
+		if (!take_u64(&s, end, &f.value) || s >= end || *s++ != '.' ||
+		    !take_u64(&s, end, &minor) || s != end)
+			return -EINVAL;
+		return push((void **)&p->fields, &p->nr_fields, sizeof(f), &f);
+	}
+	if (!take_u64(&s, end, &f.value))
+		return -EINVAL;
+	if (rest_is(s, end, " kB")) {
+		if (f.value > UINT64_MAX >> 10)
+			return -EINVAL;
+		f.value <<= 10;
+		f.unit = 'B';
+	} else if (rest_is(s, end, " ms")) {
+		f.unit = 'm';
+	} else if (rest_is(s, end, " ppm")) {
+		f.unit = 'p';
+	} else if (s != end) {
+		return -EINVAL;
+	}
+	return push((void **)&p->fields, &p->nr_fields, sizeof(f), &f);
+}
+
+static int parse_line(const char *s, const char *end, struct gpctl_pool *p)
+{
+	const char *colon = memchr(s, ':', (size_t)(end - s));
+	size_t klen;
+	const char *k;
+
+	if (!colon || colon == s)
+		return -EINVAL;
+	klen = (size_t)(colon - s);
+	for (k = s; k < colon; k++)
+		if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') ||
+		      (*k >= '0' && *k <= '9')))
+			return -EINVAL;
+	if (klen == 6 && !memcmp(s, "Holder", 6))
+		return parse_holder(colon + 1, end, p);
+	if (klen > 7 && !memcmp(s, "Node", 4) && !memcmp(colon - 3, "Map", 3))
+		return parse_map(s, klen, colon + 1, end, p);
+	/* Bin lines (NodeNBinB: five numbers) are kept as fields only by
+	 * name; their columns are not needed by any command yet.
+	 */
+	if (klen > 7 && !memcmp(s, "Node", 4) && memmem(s, klen, "Bin", 3))
+		return 0;
+	return parse_field(s, klen, colon + 1, end, p);
+}
+
+int gpctl_parse_proc(const char *buf, size_t len, struct gpctl_pool *out)
+{
+	const char *s = buf, *end = buf + len;
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	while (s < end && !ret) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		const char *eol = nl ? nl : end;
+
+		if (eol > s)
+			ret = parse_line(s, eol, out);
+		s = nl ? nl + 1 : end;
+	}
+	if (!ret && !gpctl_field(out, "AbiVersion"))
+		ret = -EINVAL;
+	if (ret)
+		gpctl_pool_free(out);
+	return ret;
+}
+
+void gpctl_pool_free(struct gpctl_pool *p)
+{
+	free(p->fields);
+	free(p->holders);
+	free(p->maps);
+	memset(p, 0, sizeof(*p));
+}
+
+const struct gpctl_field *gpctl_field(const struct gpctl_pool *p,
+				      const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_fields; i++)
+		if (!strcmp(p->fields[i].key, key))
+			return &p->fields[i];
+	return NULL;
+}
+
+uint64_t gpctl_value(const struct gpctl_pool *p, const char *key)
+{
+	const struct gpctl_field *f = gpctl_field(p, key);
+
+	return f ? f->value : 0;
+}
