@@ -51,6 +51,11 @@ GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" lib "$O/tests/lib" || status=1
 step "host tests: gpupoolctl and its /proc/gpupool parser (a fixture pool)"
 "$top/scripts/run-tests.sh" tools "$O/tests/tools" || status=1
 
+step "Python package on the user backend (Debian's python3 and numpy)"
+GPUPOOL_BACKEND=user GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
+	GPUPOOL_CTL="$O/tools/gpupoolctl" \
+	"$top/scripts/run-tests.sh" python "$top/python/tests" || status=1
+
 step "make install into a staging root; a program built against it with pkg-config"
 "$top/scripts/install-check.sh" || status=1
 
@@ -73,6 +78,13 @@ for k in $kvers; do
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
 		--env GPUPOOL_BACKEND=kernel --tests "$O/tests/lib" \
 		--build-dir "$O" --quiet || status=1
+	step "Python package on the kernel backend, in the VM on $k"
+	"$top/vm/run-vm.sh" --kernel "$k" --name "py-$k" \
+		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
+		--env GPUPOOL_BACKEND=kernel \
+		--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
+		--env GPUPOOL_CTL="$O/tools/gpupoolctl" \
+		--tests "$top/python/tests" --build-dir "$O" --quiet || status=1
 done
 
 step "DKMS"

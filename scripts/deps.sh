@@ -10,13 +10,15 @@ set -eu
 # linux-image-amd64, 6.12 from bookworm's backported packages) with headers.
 # Test: qemu (TCG), busybox for the VM's initramfs, kernel sources for the
 # kselftest headers and checkpatch, dkms, liburing (io_uring pinning tests),
-# numpy (Python tests; Debian's /usr/bin/python3); zstd unpacks the 6.12
+# numpy, pip and setuptools (Python tests, `pip install ./python` offline, with
+# Debian's /usr/bin/python3), pkg-config (the install check); zstd unpacks the 6.12
 # kernel image for the VM's fast (PVH) boot.
 pkgs="build-essential clang bc flex bison cpio kmod xz-utils zstd
       libelf-dev libssl-dev
       qemu-system-x86 busybox-static
       linux-image-amd64 linux-headers-amd64 linux-source-6.1
-      dkms liburing-dev python3 python3-numpy"
+      dkms liburing-dev python3 python3-numpy python3-pip python3-setuptools
+      pkg-config"
 
 have() { dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 

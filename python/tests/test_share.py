@@ -1,0 +1,64 @@
+"""Sharing buffers with other processes: fds over a pipe (fork and spawn)."""
+import multiprocessing
+import os
+import unittest
+from multiprocessing import reduction
+
+import gpupool
+
+
+def _child(conn, backend):
+    """Import the buffer whose fd arrives on conn, check and overwrite it."""
+    fd = reduction.recv_handle(conn)
+    with gpupool.Pool(backend=backend) as pool:
+        buf = pool.import_fd(fd)
+        os.close(fd)
+        v = buf.view()
+        ok = bytes(v[:5]) == b"hello"
+        v[:5] = b"world"
+        del v
+        buf.free()
+    conn.send(ok)
+    conn.close()
+
+
+class ShareTest(unittest.TestCase):
+    def roundtrip(self, method):
+        ctx = multiprocessing.get_context(method)
+        with gpupool.Pool() as pool:
+            buf = pool.buffer(1 << 20, shared=True)
+            buf.view()[:5] = b"hello"
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_child,
+                            args=(child, pool.info()["backend"]))
+            p.start()
+            fd = pool.export(buf)
+            reduction.send_handle(parent, fd, p.pid)
+            os.close(fd)
+            self.assertTrue(parent.recv())
+            p.join(30)
+            self.assertEqual(0, p.exitcode)
+            self.assertEqual(b"world", bytes(buf.view()[:5]))
+            buf.free()
+
+    def test_fork(self):
+        self.roundtrip("fork")
+
+    def test_spawn(self):
+        self.roundtrip("spawn")
+
+    def test_imported_size(self):
+        with gpupool.Pool() as pool:
+            buf = pool.buffer(10000, shared=True)
+            fd = pool.export(buf)
+            other = pool.import_fd(fd)
+            os.close(fd)
+            self.assertGreaterEqual(other.size, 10000)
+            other.view()[0] = 7
+            self.assertEqual(7, buf.view()[0])
+            other.free()
+            buf.free()
+
+
+if __name__ == "__main__":
+    unittest.main()
