@@ -81,6 +81,7 @@ demo: deps
 bench:
 	@$(SUBMAKE) -C bench bfc
 	@$(SUBMAKE) -C bench lib
+	@$(SUBMAKE) -C bench loader
 	@$(SUBMAKE) -C bench kmod
 
 checkpatch: ksft
