@@ -1,19 +1,21 @@
 #!/bin/sh
-# `make demo`: build everything, load gpupool.ko and run the example workload
-# against it, then show /proc/gpupool; run the same workload on the user
-# backend (no module) too, so the output shows both.
+# `make demo`: build everything, load gpupool.ko and run the data-loader
+# examples against it (C: examples/loader, Python: python/examples/loader.py):
+# worker processes write batches straight into pinned pool chunks, the
+# consumer verifies each in place; then `gpupoolctl stat` and `map`.  Then
+# the same loaders on the user backend (no module), so the output shows both.
 #
 # The module goes into the running kernel when that kernel has headers and
 # lets us load modules (root, modules not disabled); otherwise (a container,
 # a sandbox, CI) into Debian's kernel booted in qemu by vm/run-vm.sh.
 #
-# Environment: DEMO_POOL_SIZE (default 256M), DEMO_ARGS (sizes for the
-# example, default its own).
+# Environment: DEMO_POOL_SIZE (default 256M), DEMO_ARGS (loader arguments,
+# default --workers 2 --batches 64 --batch-size 16M).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 O=${O:-$top/build}
 pool=${DEMO_POOL_SIZE:-256M}
-args=${DEMO_ARGS:-}
+args=${DEMO_ARGS:---workers 2 --batches 64 --batch-size 16M}
 running=$(uname -r)
 
 banner() { printf '\n==== %s ====\n' "$*"; }
@@ -26,7 +28,10 @@ can_load_here() {
 	return 0
 }
 
-workload="$O/examples/hello_pool $args && echo && $O/tools/gpupoolctl info && echo && echo '\$ cat /proc/gpupool' && cat /proc/gpupool"
+py="env GPUPOOL_LIBRARY=$O/userlib/libgpupool.so.1 GPUPOOL_CTL=$O/tools/gpupoolctl /usr/bin/python3 $top/python/examples/loader.py"
+# In the VM the console is a serial line logged to a file: no progress line.
+vmargs="$args --quiet"
+workload="echo '\$ examples/loader $vmargs' && GPUPOOL_CTL=$O/tools/gpupoolctl $O/examples/loader $vmargs && echo && echo '\$ python/examples/loader.py $vmargs' && $py $vmargs && echo && echo '\$ gpupoolctl map' && $O/tools/gpupoolctl map"
 
 if can_load_here; then
 	banner "building for the running kernel $running"
@@ -52,7 +57,12 @@ else
 fi
 
 banner "user backend, on this machine (no module: memfd + mlock in the process)"
-GPUPOOL_BACKEND=user "$O/examples/hello_pool" $args || status=1
+echo "\$ examples/loader $args"
+GPUPOOL_BACKEND=user "$O/examples/loader" $args || status=1
+echo
+echo "\$ python/examples/loader.py $args"
+# shellcheck disable=SC2086
+GPUPOOL_BACKEND=user $py $args || status=1
 
 echo
 if [ "$status" -eq 0 ]; then
