@@ -230,8 +230,12 @@ fail:
 	return NULL;
 }
 
-/* Hand free slots to the least busy workers while batches remain. */
-static int dispatch(struct br_ring *r)
+/*
+ * Hand free slots to the least busy workers while batches remain.  A send can
+ * fail before the dead worker's socket polls as readable (EPIPE), so this
+ * names the worker the same way br_next() does.
+ */
+static int dispatch(struct br_ring *r, char *err, size_t errlen)
 {
 	while (r->nr_free && r->next_index < r->o.batches) {
 		struct br_worker *best = &r->w[0];
@@ -243,8 +247,11 @@ static int dispatch(struct br_ring *r)
 				best = &r->w[i];
 		t.slot = (uint64_t)r->free_slot[--r->nr_free];
 		t.index = r->next_index++;
-		if (send(best->sock, &t, sizeof(t), MSG_NOSIGNAL) != sizeof(t))
+		if (send(best->sock, &t, sizeof(t), MSG_NOSIGNAL) != sizeof(t)) {
+			say(err, errlen, "worker %d (pid %d) died or failed (send: %s)",
+			    (int)(best - r->w), (int)best->pid, strerror(errno));
 			return -1;
+		}
 		best->inflight++;
 	}
 	return 0;
@@ -258,10 +265,8 @@ int br_next(struct br_ring *r, struct br_batch *b, char *err, size_t errlen)
 
 	if (r->done == r->o.batches)
 		return 1;
-	if (dispatch(r)) {
-		say(err, errlen, "a worker went away");
+	if (dispatch(r, err, errlen))
 		return -1;
-	}
 	for (;;) {
 		for (n = 0, i = 0; i < r->nr_workers; i++) {
 			pfd[i].fd = r->w[i].inflight ? r->w[i].sock : -1;
