@@ -6,7 +6,9 @@
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
 #      tests again in a two-node VM, and libgpupool's tests on the kernel
 #      backend
-#   4. the DKMS check for both kernels
+#   4. the whole VM suite on the debug kernel (KASAN, lockdep, UBSAN,
+#      kmemleak; scripts/debug-kernel.sh builds it once, then reuses it)
+#   5. the DKMS check for both kernels
 #   (the library's tests run on the user backend here and again, on the
 #   kernel backend, inside the VM on each kernel)
 # The last line printed is the sum over all suites: `N passed, N failed,
@@ -86,6 +88,46 @@ for k in $kvers; do
 		--env GPUPOOL_CTL="$O/tools/gpupoolctl" \
 		--tests "$top/python/tests" --build-dir "$O" --quiet || status=1
 done
+
+# The debug kernel (KASAN, lockdep, UBSAN, DEBUG_VM, kmemleak): built once
+# per checkout and reused while its config is unchanged; the judge fails
+# the suite on any splat or kmemleak report.  A failed build is one failed
+# test, not a skip.
+step "debug kernel: build (or reuse), gpupool.ko against it"
+if dk=$("$top/scripts/debug-kernel.sh" "$O/debug-kernel") &&
+	"$top/scripts/build-module.sh" "$(cat "$dk/include/config/kernel.release")" \
+		"$O/kmod/debug" "$dk"; then
+	step "VM suite on the debug kernel"
+	# --no-pvh: this KASAN kernel triple-faults at once through qemu's
+	# PVH entry; the bzImage boots through the firmware (about 24 s).
+	"$top/vm/run-vm.sh" --kernel "$dk/arch/x86/boot/bzImage" --kbuild "$dk" \
+		--no-pvh --name debug-6.1 --ko "$O/kmod/debug/gpupool.ko" \
+		--tests "$O/tests/vm" --build-dir "$O" --quiet || status=1
+else
+	echo "pass=0 fail=1 skip=0" > "$results/debug-kernel-build.counts"
+	status=1
+fi
+
+step "the debug kernel: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection"
+# Built once per checkout from Debian's linux-source-6.1 (cached under
+# $O/debug-kernel while vm/debug-kernel.config is unchanged); the whole VM
+# suite runs on it and any splat or kmemleak report fails the test it
+# happened in.  It boots through the firmware (--no-pvh): this kernel's
+# PVH entry dies before the console under KASAN.
+if dbg=$("$top/scripts/debug-kernel.sh" "$O/debug-kernel") &&
+   drel=$(cat "$dbg/include/config/kernel.release") &&
+   "$top/scripts/build-module.sh" "$drel" "$O/kmod/debug" "$dbg" >/dev/null; then
+	step "VM suite on the debug kernel $drel"
+	"$top/vm/run-vm.sh" --kernel "$dbg/arch/x86/boot/bzImage" \
+		--kbuild "$dbg" --name debug --no-pvh \
+		--ko "$O/kmod/debug/gpupool.ko" --tests "$O/tests/vm" \
+		--build-dir "$O" --quiet --timeout 1700 --test-timeout 600 ||
+		status=1
+else
+	echo "check: the debug kernel or the module for it did not build"
+	echo "pass=0 fail=1 skip=0" > "$results/debug-kernel.counts"
+	status=1
+fi
 
 step "DKMS"
 # shellcheck disable=SC2086

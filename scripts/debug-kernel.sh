@@ -37,10 +37,17 @@ mkdir -p "$dir/src" "$dir/obj"
 log "extracting $(basename "$tarball") into $dir/src"
 tar -xf "$tarball" -C "$dir/src" --strip-components=1
 
-kmake() { make -C "$dir/src" O="$dir/obj" -j"$(nproc)" "$@" >&2; }
+# The build's own output goes to build.log; its tail is shown on failure.
+kmake() {
+	make -C "$dir/src" O="$dir/obj" -j"$(nproc)" "$@" >> "$dir/build.log" 2>&1 || {
+		log "make $* failed; the end of $dir/build.log:"
+		tail -n 30 "$dir/build.log" >&2
+		exit 1
+	}
+}
 kmake -s tinyconfig
 "$dir/src/scripts/kconfig/merge_config.sh" -m -O "$dir/obj" \
-	"$dir/obj/.config" "$frag" >/dev/null
+	"$dir/obj/.config" "$frag" >> "$dir/build.log" 2>&1
 kmake -s olddefconfig
 
 missing=""
