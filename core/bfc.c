@@ -39,27 +39,41 @@
  *   When a split leaves a rest, or a freed chunk merges into a free
  *   neighbour, the new chunk usually sorts exactly where the old one did
  *   (same class, between its in-order neighbours): it then takes the old
- *   node's place in the tree (bfc__class_rekey) instead of a remove plus a
- *   descending insert.
+ *   node's place in the tree (bfc__class_replace) instead of a remove plus
+ *   a descending insert.  The new size's class is computed once and used
+ *   for the test and for the insert.
  *   On real traces most classes hold zero or one free chunk and most
  *   requests are served by the minimum of their own or the next non-empty
- *   class, so those cases are inline in bfc_internal.h (class insert and
- *   remove of a lone chunk, rekey of a lone chunk, the minimum or next-class
- *   fit) and the tree code is reached only for classes of two or more.
+ *   class, so those cases are inline in bfc_internal.h (always: they are
+ *   most of the work of every allocation and free) and the tree code is
+ *   reached only for classes of two or more.
  *   class_of is branch-free (sizes below 2^SL_BITS granules take the
  *   general formula with fl forced to SL_BITS), as is clearing a group's
  *   bit: those branches were data-dependent and often mispredicted.
+ *   An in-use chunk keeps the class of its size, so a free that merges
+ *   with no neighbour (about half of them) does not compute it.
  *
- * - In-use chunks by address (free by address, bfc_lookup): an open
- *   addressing hash of start address -> handle, linear probing, load <=
- *   3/8 (a precomputed entry limit), doubled when full, backward-shift
- *   deletion (no tombstones).  A slot is 8 bytes: the handle and a 32-bit
- *   fingerprint (Fibonacci hash of addr / granularity) whose top bits are
- *   the home slot; a lookup by address confirms a matching fingerprint
- *   against the chunk, which the caller touches next anyway.  It holds
- *   exactly the in-use chunks, so its memory (21-43 bytes per in-use chunk)
- *   follows the number of chunks, not region bytes (TF's per-region
- *   pointer -> handle vector does).
+ * - A call anywhere in a function makes it save and restore registers on
+ *   every path, so the common cases make none but a last (tail) call.  The
+ *   common allocation (the fit is a class minimum alone in its class; a
+ *   split rest stays in that class or goes to an empty one; the address
+ *   index and the slot array have room) is done by bfc_alloc() without a
+ *   call; anything else goes, before any change, to alloc_slow(), which
+ *   handles every case (the duplicated checks cost the rare slow case a
+ *   few dozen instructions).  A free with no free neighbour (about half)
+ *   is done inline; merging is free_merge()'s.
+ *
+ * - In-use chunks by address (free by address, bfc_lookup): a hash of
+ *   start address -> handle, chained through the in-use chunks themselves
+ *   (chunk.u.hnext: in-use chunks have the room, free ones use it for tree
+ *   links), with an array of bucket heads.  The bucket is the top bits of
+ *   a Fibonacci hash of the granule number (one multiplication: the
+ *   constant is pre-shifted by the granularity).  At most one entry per
+ *   two buckets (doubled when full), so a lookup usually reads one head
+ *   and the chunk it wanted; insertion is at the head, removal unlinks
+ *   (free by handle walks its bucket to find the link, one step usually).
+ *   Its memory, 8-16 bytes per in-use chunk, follows the number of chunks,
+ *   not region bytes (TF's per-region pointer -> handle vector does).
  *
  * - Regions: slots with stable indices (chunks record theirs) and an array of
  *   slot indices sorted by base (overlap checks by binary search, address
@@ -137,25 +151,26 @@ static int slot_reserve(struct bfc *b)
 	return chunks_resize(b, b->nr_slots * 2);
 }
 
-static inline uint32_t slot_get(struct bfc *b)
+/* A slot (slot_reserve() made sure there is one), marked live; the caller
+ * sets the fields it needs.
+ */
+static __always_inline uint32_t slot_get(struct bfc *b, struct bfc_chunk *C)
 {
 	uint32_t h = b->free_slot;
 
 	if (h)
-		b->free_slot = b->chunks[h].next;
+		b->free_slot = C[h].next;
 	else
 		h = b->nr_used++;
-	/* The caller sets addr, size and region; classes set the rest. */
-	b->chunks[h].flags = BFC_CF_LIVE;
-	b->chunks[h].prev = 0;
-	b->chunks[h].next = 0;
 	b->nr_live++;
+	C[h].flags = BFC_CF_LIVE;
 	return h;
 }
 
-static inline void slot_put(struct bfc *b, uint32_t h)
+static __always_inline void slot_put(struct bfc *b, struct bfc_chunk *C,
+				     uint32_t h)
 {
-	struct bfc_chunk *c = &b->chunks[h];
+	struct bfc_chunk *c = &C[h];
 
 	c->flags = 0;
 	c->size = 0;
@@ -171,120 +186,81 @@ static inline bool handle_live(const struct bfc *b, uint32_t h)
 
 /* Address index ---------------------------------------------------------- */
 
-/* 32 bits of Fibonacci hashing of addr / granularity.  A slot's home is
- * the top bits of its fingerprint, so moving entries (growth, backward-
- * shift deletion) never needs their chunk's address.
- */
-static inline uint32_t hash_fp(const struct bfc *b, uint64_t addr)
+#define FIB64	0x9e3779b97f4a7c15ull
+
+static inline uint32_t hash_buckets(const struct bfc *b)
 {
-	return (uint32_t)(((addr >> b->gshift) * 0x9e3779b97f4a7c15ull) >> 32);
+	return (uint32_t)(1ull << (64 - b->hash_shift));
 }
 
-static inline uint32_t hash_home(const struct bfc *b, uint32_t fp)
+static __always_inline void hash_link(struct bfc *b, struct bfc_chunk *C,
+				      uint32_t h)
 {
-	return fp >> b->hash_shift;
-}
+	uint32_t *head = &b->hash[bfc__hash_bucket(b, C[h].addr)];
 
-static void hash_put(struct bfc_hslot *t, uint32_t mask, uint32_t i,
-		     uint32_t fp, uint32_t h)
-{
-	while (t[i].h)
-		i = (i + 1) & mask;
-	t[i].fp = fp;
-	t[i].h = h;
+	C[h].u.hnext = *head;
+	*head = h;
 }
 
 static int hash_resize(struct bfc *b, uint32_t bits)
 {
-	uint32_t cap = 1u << bits, i;
-	struct bfc_hslot *t = bfc_env_alloc((size_t)cap * sizeof(*t));
-	struct bfc_hslot *old = b->hash;
-	uint32_t old_cap = old ? b->hash_mask + 1 : 0;
+	uint32_t *t = bfc_env_alloc(((size_t)1 << bits) * sizeof(*t));
+	uint32_t *old = b->hash;
+	uint32_t old_n = old ? hash_buckets(b) : 0, i, h, next;
 
 	if (!t)
 		return -BFC_ENOMEM;
 	b->hash = t;
-	b->hash_mask = cap - 1;
-	b->hash_shift = 32 - bits;
-	b->hash_limit = cap / 8 * 3;
-	for (i = 0; i < old_cap; i++)
-		if (old[i].h)
-			hash_put(t, b->hash_mask, hash_home(b, old[i].fp),
-				 old[i].fp, old[i].h);
+	b->hash_shift = 64 - bits;
+	b->hash_limit = 1u << (bits - 1);
+	for (i = 0; i < old_n; i++) {
+		for (h = old[i]; h; h = next) {
+			next = b->chunks[h].u.hnext;
+			hash_link(b, b->chunks, h);
+		}
+	}
 	if (old)
-		bfc_env_free(old, (size_t)old_cap * sizeof(*old));
+		bfc_env_free(old, (size_t)old_n * sizeof(*old));
 	return 0;
 }
 
-/* Make sure one more entry keeps the load at most 3/8. */
+/* Make sure one more entry keeps the load at most 1/2. */
 static int hash_reserve(struct bfc *b)
 {
-	if (b->hash_count < b->hash_limit)
+	if (b->st.chunks_in_use < b->hash_limit)
 		return 0;
-	if (b->hash_shift <= 32 - HASH_MAX_BITS)
+	if (b->hash_shift <= 64 - HASH_MAX_BITS)
 		return -BFC_ENOMEM;
-	return hash_resize(b, 33 - b->hash_shift);
+	return hash_resize(b, 65 - b->hash_shift);
 }
 
-/* The slot of the in-use chunk starting at addr, or -1. */
-static int64_t hash_find_addr(const struct bfc *b, uint64_t addr)
+/* The link (bucket head or chunk.u.hnext) holding the in-use chunk that
+ * starts at addr, or NULL.
+ */
+static inline uint32_t *hash_find_addr(const struct bfc *b, uint64_t addr)
 {
-	uint32_t fp = hash_fp(b, addr), i = hash_home(b, fp);
+	uint32_t *l = &b->hash[bfc__hash_bucket(b, addr)];
 
-	for (; b->hash[i].h; i = (i + 1) & b->hash_mask)
-		if (b->hash[i].fp == fp && b->chunks[b->hash[i].h].addr == addr)
-			return i;
-	return -1;
+	while (*l && b->chunks[*l].addr != addr)
+		l = &b->chunks[*l].u.hnext;
+	return *l ? l : NULL;
 }
 
-/* The slot of in-use chunk h, or -1. */
-static int64_t hash_find_handle(const struct bfc *b, uint32_t h)
+/* The link holding in-use chunk h, or NULL. */
+static inline uint32_t *hash_find_handle(const struct bfc *b, uint32_t h)
 {
-	uint32_t i = hash_home(b, hash_fp(b, b->chunks[h].addr));
+	uint32_t *l = &b->hash[bfc__hash_bucket(b, b->chunks[h].addr)];
 
-	for (; b->hash[i].h; i = (i + 1) & b->hash_mask)
-		if (b->hash[i].h == h)
-			return i;
-	return -1;
+	while (*l && *l != h)
+		l = &b->chunks[*l].u.hnext;
+	return *l ? l : NULL;
 }
 
-static inline void hash_delete_at(struct bfc *b, uint32_t i)
+/* Take chunk h, which link l holds, out of the index. */
+static __always_inline void hash_unlink(struct bfc_chunk *C, uint32_t *l,
+					uint32_t h)
 {
-	struct bfc_hslot *t = b->hash;
-	uint32_t mask = b->hash_mask, j = i, k;
-
-	for (;;) {
-		j = (j + 1) & mask;
-		if (!t[j].h)
-			break;
-		k = hash_home(b, t[j].fp);
-		/* Move t[j] into the hole unless its home lies cyclically in
-		 * (i, j], where it is still reachable.
-		 */
-		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-			continue;
-		t[i] = t[j];
-		i = j;
-	}
-	t[i].h = 0;
-	t[i].fp = 0;
-	b->hash_count--;
-}
-
-bool bfc__hash_has(const struct bfc *b, uint64_t addr, uint32_t h)
-{
-	int64_t i = hash_find_addr(b, addr);
-
-	return i >= 0 && b->hash[i].h == h;
-}
-
-bool bfc__hash_slot_ok(const struct bfc *b, uint32_t i)
-{
-	const struct bfc_hslot *e = &b->hash[i];
-
-	return e->h < b->nr_used && (b->chunks[e->h].flags & BFC_CF_USED) &&
-	       (b->chunks[e->h].flags & BFC_CF_LIVE) &&
-	       e->fp == hash_fp(b, b->chunks[e->h].addr);
+	*l = C[h].u.hnext;
 }
 
 /* Create / destroy --------------------------------------------------------- */
@@ -304,10 +280,13 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 		return -BFC_ENOMEM;
 	b->p = *p;
 	b->gmask = p->granularity - 1;
+	b->size_max = UINT64_MAX - b->gmask;
 	b->gshift = (uint32_t)__builtin_ctzll(p->granularity);
 	b->nr_used = 1;		/* slot 0: the nil sentinel */
 	b->next_region_id = 1;
-	b->next_alloc_id = 1;
+	b->hash_mul = FIB64 >> b->gshift;
+	b->split_max = p->max_split_size - 1;	/* 0: UINT64_MAX */
+	b->ratio_max = p->split_ratio ? UINT64_MAX / p->split_ratio : 0;
 	if (chunks_resize(b, CHUNKS_MIN) || hash_resize(b, HASH_MIN_BITS)) {
 		bfc_destroy(b);
 		return -BFC_ENOMEM;
@@ -323,7 +302,7 @@ void bfc_destroy(struct bfc *b)
 	if (b->chunks_mem)
 		bfc_env_free(b->chunks_mem, b->chunks_mem_size);
 	if (b->hash)
-		bfc_env_free(b->hash, ((size_t)b->hash_mask + 1) * sizeof(*b->hash));
+		bfc_env_free(b->hash, (size_t)hash_buckets(b) * sizeof(*b->hash));
 	if (b->regions)
 		bfc_env_free(b->regions, (size_t)b->region_cap * sizeof(*b->regions));
 	if (b->order)
@@ -417,7 +396,7 @@ static inline void drop_next(struct bfc *b, uint32_t h)
 		C[nn].prev = h;
 	else
 		b->regions[C[h].region].last = h;
-	slot_put(b, n);
+	slot_put(b, C, n);
 	b->st.chunks_free--;
 }
 
@@ -463,9 +442,11 @@ int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
 		return -BFC_ENOMEM;
 
 	C = b->chunks;
-	h = slot_get(b);
+	h = slot_get(b, C);
 	C[h].addr = base;
 	C[h].size = size;
+	C[h].prev = 0;
+	C[h].next = 0;
 	b->st.chunks_free++;
 	b->st.reserved += size;
 	if (b->st.reserved > b->st.peak_reserved)
@@ -483,7 +464,7 @@ int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
 		C[last].next = h;
 		r->last = h;
 		if (!(C[last].flags & BFC_CF_USED)) {
-			bfc__class_remove(b, last);
+			bfc__class_remove(b, C, last);
 			merge_next(b, last);
 			h = last;
 		}
@@ -513,7 +494,7 @@ int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
 		C[h].next = first;
 		C[first].prev = h;
 		if (!(C[first].flags & BFC_CF_USED)) {
-			bfc__class_remove(b, first);
+			bfc__class_remove(b, C, first);
 			merge_next(b, h);
 		}
 	}
@@ -531,7 +512,7 @@ int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
 		C[h].region = ri;
 		order_insert(b, pos, ri);
 	}
-	bfc__class_insert(b, h);
+	bfc__class_insert(b, C, h);
 	b->st.regions = b->nr_regions;
 	if (region_id)
 		*region_id = b->regions[ri].id;
@@ -552,8 +533,8 @@ static int remove_at(struct bfc *b, uint32_t pos, uint64_t *base,
 		*base = r->base;
 	if (size)
 		*size = r->size;
-	bfc__class_remove(b, r->first);
-	slot_put(b, r->first);
+	bfc__class_remove(b, b->chunks, r->first);
+	slot_put(b, b->chunks, r->first);
 	b->st.chunks_free--;
 	b->st.reserved -= r->size;
 	r->id = 0;
@@ -597,181 +578,308 @@ uint64_t bfc_remove_free_regions(struct bfc *b,
 
 /* Allocation ---------------------------------------------------------------- */
 
-static bool want_split(const struct bfc *b, uint64_t csize, uint64_t r)
+/* TF's split rule for a chunk of csize > r chosen for rounded request r
+ * (max_split_size is the caller's test): csize >= split_ratio * r, or a
+ * rest of at least split_threshold.  ratio_max is the largest r whose
+ * product does not overflow (0 when split_ratio is 0: no ratio test).
+ */
+static __always_inline bool want_split(const struct bfc *b, uint64_t csize,
+				       uint64_t r)
 {
-	uint64_t t;
-
-	if (csize == r)
-		return false;
-	if (b->p.max_split_size && csize >= b->p.max_split_size)
-		return false;
-	if (b->p.split_ratio &&
-	    !__builtin_mul_overflow(r, (uint64_t)b->p.split_ratio, &t) &&
-	    csize >= t)
+	if (r <= b->ratio_max && csize >= r * b->p.split_ratio)
 		return true;
 	return csize - r >= b->p.split_threshold;
 }
 
-int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
+/* Split chunk h (free, being allocated) into h of r bytes and a new chunk
+ * of the rest bytes after it, in no class yet; slot_reserve() has made
+ * sure of a slot.  Returns the new chunk.
+ */
+static __always_inline uint32_t split_off(struct bfc *b, struct bfc_chunk *C,
+					  uint32_t h, uint64_t r,
+					  uint64_t rest)
 {
-	struct bfc_chunk *C, *c;
-	uint64_t r;
-	uint32_t h, fp;
-	bool split;
+	struct bfc_region *regions = b->regions;
+	struct bfc_chunk *c = &C[h], *cn;
+	uint32_t n = slot_get(b, C), nx = c->next;
 
-	if (!size)
-		return -BFC_EINVAL;
-	if (size > UINT64_MAX - b->gmask)
-		goto nomem;
-	r = (size + b->gmask) & ~b->gmask;
-	h = bfc__find_fit(b, r);
-	if (!h)
-		goto nomem;
-	c = &b->chunks[h];
-	if (b->p.max_split_size && r < b->p.max_split_size &&
-	    c->size >= b->p.max_split_size)
-		goto nomem;
-	split = want_split(b, c->size, r);
-	if (hash_reserve(b) || (split && slot_reserve(b)))
-		goto nomem;
+	cn = &C[n];
+	cn->addr = c->addr + r;
+	cn->size = rest;
+	cn->prev = h;
+	cn->region = c->region;
+	if (nx)
+		C[nx].prev = n;
+	else
+		regions[c->region].last = n;
+	cn->next = nx;
+	c->next = n;
+	c->size = r;
+	return n;
+}
 
-	C = b->chunks;		/* may have moved */
-	if (split) {
-		uint32_t n = slot_get(b), nx = C[h].next;
+/* Chunk h, out of its class with its final size csize (and cls its
+ * class), is handed out for size bytes.
+ */
+static __always_inline int alloc_done(struct bfc *b, struct bfc_chunk *C,
+				      uint32_t h, uint64_t size,
+				      uint64_t csize, bfc_handle_t *hp,
+				      uint64_t *ap)
+{
+	struct bfc_chunk *c = &C[h];
+	uint64_t in_use = b->st.in_use + csize;
 
-		C[n].addr = C[h].addr + r;
-		C[n].size = C[h].size - r;
-		C[n].region = C[h].region;
-		C[n].prev = h;
-		C[n].next = nx;
-		if (nx)
-			C[nx].prev = n;
-		else
-			b->regions[C[h].region].last = n;
-		C[h].next = n;
-		/* The rest usually sorts where the chunk did. */
-		if (!bfc__class_rekey(b, h, n)) {
-			bfc__class_remove(b, h);
-			bfc__class_insert(b, n);
-		}
-		C[h].size = r;
-	} else {
-		bfc__class_remove(b, h);
-		b->st.chunks_free--;
-	}
-	c = &C[h];
 	c->flags |= BFC_CF_USED;
 	c->u.requested = size;
-	c->u.alloc_id = b->next_alloc_id++;
+	c->u.alloc_id = ++b->st.nr_allocs;
 	c->u.tag = 0;
-	fp = hash_fp(b, c->addr);
-	hash_put(b->hash, b->hash_mask, hash_home(b, fp), fp, h);
-	b->hash_count++;
-
-	b->st.in_use += c->size;
-	if (b->st.in_use > b->st.peak_in_use)
-		b->st.peak_in_use = b->st.in_use;
+	hash_link(b, C, h);
+	b->st.in_use = in_use;
+	if (in_use > b->st.peak_in_use)
+		b->st.peak_in_use = in_use;
 	b->st.requested += size;
-	if (c->size > b->st.largest_alloc)
-		b->st.largest_alloc = c->size;
-	b->st.nr_allocs++;
+	if (csize > b->st.largest_alloc)
+		b->st.largest_alloc = csize;
 	b->st.chunks_in_use++;
 	if (hp)
 		*hp = h;
 	if (ap)
 		*ap = c->addr;
 	return 0;
+}
+
+/* Every case of bfc_alloc(), including those it leaves to this. */
+static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
+			       uint64_t *ap)
+{
+	struct bfc_chunk *C;
+	uint64_t r, csize;
+	uint32_t h;
+	bool split = false;
+
+	if (!size)
+		return -BFC_EINVAL;
+	if (size > b->size_max)
+		goto nomem;
+	r = (size + b->gmask) & ~b->gmask;
+	h = bfc__find_fit(b, r);
+	if (!h)
+		goto nomem;
+	csize = b->chunks[h].size;
+	if (csize > b->split_max) {
+		/* max_split_size: never split, and only for requests as big. */
+		if (r <= b->split_max)
+			goto nomem;
+	} else if (csize != r) {
+		split = want_split(b, csize, r);
+	}
+	if (hash_reserve(b) || (split && slot_reserve(b)))
+		goto nomem;
+	C = b->chunks;		/* may have moved */
+	if (split) {
+		uint32_t n = split_off(b, C, h, r, csize - r);
+
+		/* The rest usually sorts where the chunk did. */
+		bfc__class_replace(b, C, h, n, bfc__class_of(b, csize - r));
+		C[h].cls = (uint16_t)bfc__class_of(b, r);
+		csize = r;
+	} else {
+		bfc__class_remove(b, C, h);
+		b->st.chunks_free--;
+	}
+	return alloc_done(b, C, h, size, csize, hp, ap);
 nomem:
 	b->st.failed_allocs++;
 	return -BFC_ENOMEM;
 }
 
-/* h is in use and already out of the address index. */
-static inline void free_chunk(struct bfc *b, uint32_t h)
+/* The common case, with no call (so nothing to save and restore): the fit
+ * is the minimum of a class, alone in it; its rest, if split off, belongs
+ * to that class or to an empty one; the address index and the slot array
+ * have room.  Anything else goes, before any change, to alloc_slow().
+ */
+int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
 {
 	struct bfc_chunk *C = b->chunks;
-	uint32_t n, p;
+	uint64_t r = size - 1, csize;
+	uint32_t h, k, kc, kn;
 
-	b->st.in_use -= C[h].size;
-	b->st.requested -= C[h].u.requested;
+	if (r >= b->size_max)		/* 0, or the rounding overflows */
+		goto slow;
+	r = (r | b->gmask) + 1;
+	k = bfc__class_of(b, r);
+	h = b->cls[k].min;
+	if (!h) {
+		h = bfc__next_min(b, k);
+		if (!h)
+			goto slow;
+	} else if (C[h].size < r) {
+		goto slow;			/* a search in k's tree */
+	}
+	csize = C[h].size;
+	kc = C[h].cls;
+	if (csize > b->split_max || !bfc__alone(b, C, h, kc) ||
+	    b->st.chunks_in_use >= b->hash_limit)
+		goto slow;
+	if (csize != r && want_split(b, csize, r)) {
+		uint32_t n;
+
+		kn = bfc__class_of(b, csize - r);
+		if ((kn != kc && b->cls[kn].root) ||
+		    (!b->free_slot && b->nr_used >= b->nr_slots))
+			goto slow;
+		n = split_off(b, C, h, r, csize - r);
+		C[h].cls = (uint16_t)k;
+		if (kn != kc) {
+			bfc__class_clear(b, kc);
+			bfc__class_set(b, C, kn, n);
+		} else {
+			bfc__class_take(b, C, kc, n);
+		}
+		csize = r;
+	} else {
+		bfc__class_clear(b, kc);
+		b->st.chunks_free--;
+	}
+	return alloc_done(b, C, h, size, csize, hp, ap);
+slow:
+	return alloc_slow(b, size, hp, ap);
+}
+
+/* Free ------------------------------------------------------------------------ */
+
+/* Statistics of freeing in-use chunk h, and its flag. */
+static __always_inline void free_account(struct bfc *b, struct bfc_chunk *c)
+{
+	b->st.in_use -= c->size;
+	b->st.requested -= c->u.requested;
 	b->st.chunks_in_use--;
-	b->st.nr_frees++;
 	b->st.chunks_free++;
-	C[h].flags &= (uint8_t)~BFC_CF_USED;
+	c->flags &= (uint8_t)~BFC_CF_USED;
+}
 
-	n = C[h].next;
+/* Chunk s, merged with what followed it, now runs up to chunk nx. */
+static __always_inline void relink(struct bfc *b, struct bfc_chunk *C,
+				   uint32_t s, uint32_t nx)
+{
+	C[s].next = nx;
+	if (nx)
+		C[nx].prev = s;
+	else
+		b->regions[C[s].region].last = s;
+}
+
+/* free_chunk() when h has a free neighbour: n (next) or p (prev), 0 if
+ * in use or none.  The merged chunk takes the place of a neighbour in the
+ * class index if it can (see bfc__class_replace); the chunks merged away
+ * release their slots last (the tree code may still read n's links and
+ * colour).
+ */
+static noinline int free_merge(struct bfc *b, struct bfc_chunk *C, uint32_t h,
+			       uint32_t n, uint32_t p)
+{
+	uint64_t size = C[h].size;
+	uint32_t nx = C[h].next;
+
+	if (n) {
+		size += C[n].size;
+		nx = C[n].next;
+	}
+	if (p) {
+		if (n)
+			bfc__class_remove(b, C, n);
+		size += C[p].size;
+		C[p].size = size;
+		relink(b, C, p, nx);
+		bfc__class_replace(b, C, p, p, bfc__class_of(b, size));
+		slot_put(b, C, h);
+		b->st.chunks_free--;
+	} else {
+		C[h].size = size;
+		relink(b, C, h, nx);
+		bfc__class_replace(b, C, n, h, bfc__class_of(b, size));
+	}
+	if (n) {
+		slot_put(b, C, n);
+		b->st.chunks_free--;
+	}
+	return 0;
+}
+
+/* free_chunk() into a class that holds others. */
+static noinline int free_insert_tree(struct bfc *b, uint32_t k, uint32_t h)
+{
+	bfc__tree_insert(b, &b->cls[k], h);
+	return 0;
+}
+
+/* Free in-use chunk h, already out of the address index.  The case of no
+ * free neighbour (half of them) makes no call but the last: no registers
+ * to save.
+ */
+static __always_inline int free_chunk(struct bfc *b, struct bfc_chunk *C,
+				      uint32_t h)
+{
+	uint32_t n = C[h].next, p = C[h].prev, k;
+
+	free_account(b, &C[h]);
 	if (n && (C[n].flags & BFC_CF_USED))
 		n = 0;
-	p = C[h].prev;
 	if (p && (C[p].flags & BFC_CF_USED))
 		p = 0;
-	/* Where a free neighbour's class tree already has it, the merged
-	 * chunk usually takes its place (see bfc__class_rekey).
-	 */
-	if (p) {
-		if (n) {
-			bfc__class_remove(b, n);
-			merge_next(b, h);
-		}
-		merge_next(b, p);
-		if (!bfc__class_rekey(b, p, p)) {
-			bfc__class_remove(b, p);
-			bfc__class_insert(b, p);
-		}
-	} else if (n) {
-		C[h].size += C[n].size;
-		if (!bfc__class_rekey(b, n, h)) {
-			bfc__class_remove(b, n);
-			bfc__class_insert(b, h);
-		}
-		drop_next(b, h);
-	} else {
-		bfc__class_insert(b, h);
-	}
+	if (n || p)
+		return free_merge(b, C, h, n, p);
+	/* An in-use chunk keeps the class of its size. */
+	k = C[h].cls;
+	if (b->cls[k].root)
+		return free_insert_tree(b, k, h);
+	bfc__class_set(b, C, k, h);
+	return 0;
+}
+
+static noinline int bad_free(struct bfc *b)
+{
+	b->st.bad_frees++;
+	return -BFC_EINVAL;
 }
 
 int bfc_free(struct bfc *b, bfc_handle_t h)
 {
-	int64_t i;
+	struct bfc_chunk *C = b->chunks;
+	uint32_t *l;
 
-	if (!handle_live(b, h) || !(b->chunks[h].flags & BFC_CF_USED)) {
-		b->st.bad_frees++;
-		return -BFC_EINVAL;
-	}
-	i = hash_find_handle(b, h);
-	BFC_ASSERT(i >= 0, "in-use chunk missing from the address index");
-	if (i < 0) {
-		b->st.bad_frees++;
-		return -BFC_EINVAL;
-	}
-	hash_delete_at(b, (uint32_t)i);
-	free_chunk(b, h);
-	return 0;
+	/* In use implies live; slot 0's flags are 0. */
+	if (h >= b->nr_used || !(C[h].flags & BFC_CF_USED))
+		return bad_free(b);
+	l = hash_find_handle(b, h);
+	BFC_ASSERT(l, "in-use chunk missing from the address index");
+	if (!l)
+		return bad_free(b);
+	hash_unlink(C, l, h);
+	return free_chunk(b, C, h);
 }
 
 int bfc_free_addr(struct bfc *b, uint64_t addr)
 {
-	int64_t i = hash_find_addr(b, addr);
+	struct bfc_chunk *C = b->chunks;
+	uint32_t *l = hash_find_addr(b, addr);
 	uint32_t h;
 
-	if (i < 0) {
-		b->st.bad_frees++;
-		return -BFC_EINVAL;
-	}
-	h = b->hash[i].h;
-	hash_delete_at(b, (uint32_t)i);
-	free_chunk(b, h);
-	return 0;
+	if (!l)
+		return bad_free(b);
+	h = *l;
+	hash_unlink(C, l, h);
+	return free_chunk(b, C, h);
 }
 
 int bfc_lookup(const struct bfc *b, uint64_t addr, bfc_handle_t *h)
 {
-	int64_t i = hash_find_addr(b, addr);
+	const uint32_t *l = hash_find_addr(b, addr);
 
-	if (i < 0)
+	if (!l)
 		return -BFC_ENOENT;
 	if (h)
-		*h = b->hash[i].h;
+		*h = *l;
 	return 0;
 }
 
@@ -833,6 +941,16 @@ int (bfc_for_each_chunk)(const struct bfc *b,
 	return 0;
 }
 
+uint64_t bfc_free_at_top(const struct bfc *b)
+{
+	const struct bfc_chunk *c;
+
+	if (!b->nr_regions)
+		return 0;
+	c = &b->chunks[b->regions[b->order[b->nr_regions - 1]].last];
+	return c->flags & BFC_CF_USED ? 0 : c->size;
+}
+
 /* Statistics ------------------------------------------------------------------ */
 
 void bfc_get_stats(const struct bfc *b, struct bfc_stats *s)
@@ -841,6 +959,7 @@ void bfc_get_stats(const struct bfc *b, struct bfc_stats *s)
 	uint64_t num, den;
 
 	*s = b->st;
+	s->nr_frees = s->nr_allocs - s->chunks_in_use;
 	s->largest_free = h ? b->chunks[h].size : 0;
 	s->free_bytes = s->reserved - s->in_use;
 	s->fragmentation_ppm = 0;

@@ -153,6 +153,14 @@ int bfc_for_each_chunk(const struct bfc *b,
 		       int (*fn)(void *ctx, const struct bfc_chunk_info *c),
 		       void *ctx);
 
+/* Bytes of the free chunk that ends the highest region; 0 when that region
+ * ends in an in-use chunk, or there are no regions.  With
+ * BFC_MERGE_ADJACENT_REGIONS a region added right above the highest one
+ * merges with this chunk, so a caller growing the allocator that way needs
+ * to add only (rounded request - this) bytes.  O(1).
+ */
+uint64_t bfc_free_at_top(const struct bfc *b);
+
 /* Statistics ------------------------------------------------------------- */
 
 struct bfc_stats {

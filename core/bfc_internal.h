@@ -48,7 +48,7 @@ struct bfc_chunk {
 	uint32_t prev;		/* physical neighbours in the same region, 0 = none; */
 	uint32_t next;		/* on the slot free list: next free slot */
 	uint32_t region;	/* index into bfc.regions (not the region id) */
-	uint16_t cls;		/* size class, valid while free */
+	uint16_t cls;		/* class of size (in use too: free reuses it) */
 	uint8_t flags;		/* BFC_CF_* */
 	uint8_t unused;
 	union {
@@ -59,9 +59,9 @@ struct bfc_chunk {
 			uint64_t requested;
 			uint64_t alloc_id;
 			uint64_t tag;
+			uint32_t hnext;	/* next in its address index bucket */
 		} u;
 	};
-	uint64_t pad;		/* to a whole cache line */
 };
 _Static_assert(sizeof(struct bfc_chunk) == 64, "one cache line per chunk");
 
@@ -69,12 +69,6 @@ _Static_assert(sizeof(struct bfc_chunk) == 64, "one cache line per chunk");
 struct bfc_class {
 	uint32_t root;
 	uint32_t min;
-};
-
-/* Address index: open addressing, linear probing, slot empty when h == 0. */
-struct bfc_hslot {
-	uint32_t fp;		/* fingerprint of the chunk's address */
-	uint32_t h;
 };
 
 struct bfc_region {
@@ -89,6 +83,7 @@ struct bfc_region {
 struct bfc {
 	struct bfc_params p;
 	uint64_t gmask;		/* granularity - 1 */
+	uint64_t size_max;	/* largest request: UINT64_MAX - gmask */
 	uint32_t gshift;	/* log2(granularity) */
 
 	/* Chunk slots: chunks[0 .. nr_used) have been handed out; those not
@@ -107,12 +102,16 @@ struct bfc {
 	uint32_t sl_map[BFC_FL_COUNT];
 	struct bfc_class cls[BFC_NR_CLASSES];
 
-	/* In-use chunks by start address. */
-	struct bfc_hslot *hash;
-	uint32_t hash_mask;		/* capacity - 1 (a power of two) */
-	uint32_t hash_shift;		/* 32 - log2(capacity) */
-	uint32_t hash_count;
-	uint32_t hash_limit;		/* most entries at load 3/8 */
+	/* In-use chunks by start address: bucket heads, chained through
+	 * chunk.u.hnext (0 ends a chain).
+	 */
+	uint32_t *hash;
+	uint64_t hash_mul;		/* Fibonacci multiplier >> gshift */
+	uint32_t hash_shift;		/* 64 - log2(buckets) */
+	uint32_t hash_limit;		/* most entries (st.chunks_in_use) */
+	/* max_split_size - 1: chunks larger never split (UINT64_MAX: none). */
+	uint64_t split_max;
+	uint64_t ratio_max;	/* UINT64_MAX / split_ratio (0: none) */
 
 	/* Regions: slots with stable indices, and their indices by base. */
 	struct bfc_region *regions;
@@ -121,23 +120,26 @@ struct bfc {
 	uint32_t region_cap;
 	uint32_t next_region_id;
 
-	uint64_t next_alloc_id;
-	/* Maintained on every operation; largest_free, free_bytes and
-	 * fragmentation_ppm are computed by bfc_get_stats().
+	/* Maintained on every operation; nr_frees (nr_allocs -
+	 * chunks_in_use), largest_free, free_bytes and fragmentation_ppm are
+	 * computed by bfc_get_stats().
 	 */
 	struct bfc_stats st;
 };
 
-static inline uint32_t bfc__class_of(const struct bfc *b, uint64_t size)
+static __always_inline uint32_t bfc__class_of(const struct bfc *b,
+					      uint64_t size)
 {
 	uint64_t u = size >> b->gshift;
-	/* Without a branch: below 2^SL_BITS, taking fl = SL_BITS gives
-	 * (1 << SL_BITS) + u - SL_COUNT = u, the class of its own.
+	/* With s = fl - SL_BITS, the class is s * SL_COUNT plus u >> s (whose
+	 * leading one is bit SL_BITS: it adds the SL_COUNT of group s + 1).
+	 * Without a branch: below 2^SL_BITS, taking fl = SL_BITS gives s = 0
+	 * and class u, the class of its own.
 	 */
-	uint32_t fl = 63u - (uint32_t)__builtin_clzll(u | BFC_SL_COUNT);
+	uint32_t s = 63u - (uint32_t)__builtin_clzll(u | BFC_SL_COUNT) -
+		     BFC_SL_BITS;
 
-	return ((fl - BFC_SL_BITS + 1) << BFC_SL_BITS) +
-	       (uint32_t)((u >> (fl - BFC_SL_BITS)) - BFC_SL_COUNT);
+	return (s << BFC_SL_BITS) + (uint32_t)(u >> s);
 }
 
 static inline bool bfc__key_less(const struct bfc_chunk *a,
@@ -147,104 +149,133 @@ static inline bool bfc__key_less(const struct bfc_chunk *a,
 }
 
 /* bfc_tree.c: the free-chunk index.  The common cases (a class holding
- * one chunk; the best fit being a class's cached minimum) are inline below;
- * the tree work is out of line.
+ * one chunk; the best fit being a class's cached minimum) are inline below
+ * (always: they are most of every allocation and free); the tree work is
+ * out of line.
  */
 void bfc__tree_insert(struct bfc *b, struct bfc_class *k, uint32_t h);
 void bfc__tree_remove(struct bfc *b, struct bfc_class *k, uint32_t h);
 bool bfc__tree_rekey(struct bfc *b, uint32_t o, uint32_t n);
 uint32_t bfc__find_fit_slow(const struct bfc *b, uint32_t c, uint64_t size);
 
-static inline void bfc__class_insert(struct bfc *b, uint32_t h)
-{
-	struct bfc_chunk *x = &b->chunks[h];
-	uint32_t c = bfc__class_of(b, x->size);
-	struct bfc_class *k = &b->cls[c];
+/* The helpers below take the chunk array C (b->chunks) from their
+ * callers: the core is built with -fno-strict-aliasing (as the kernel
+ * is), so after any store through C the compiler would load b->chunks
+ * again, and recompute every chunk address from it.
+ */
 
-	x->cls = (uint16_t)c;
-	if (k->root) {
-		bfc__tree_insert(b, k, h);
-		return;
-	}
-	/* The first chunk of its class: the common case. */
+/* Chunk h is alone in its class k: the root, without children. */
+static __always_inline bool bfc__alone(const struct bfc *b,
+				       const struct bfc_chunk *C, uint32_t h,
+				       uint32_t k)
+{
+	return b->cls[k].root == h && !C[h].t.left && !C[h].t.right;
+}
+
+/* Chunk h, of class k, takes the place of the only chunk of class k (or
+ * becomes the first: the caller sets the bitmaps then).
+ */
+static __always_inline void bfc__class_take(struct bfc *b,
+					    struct bfc_chunk *C, uint32_t k,
+					    uint32_t h)
+{
+	struct bfc_chunk *x = &C[h];
+
+	x->cls = (uint16_t)k;
 	x->t.parent = 0;
 	x->t.left = 0;
 	x->t.right = 0;
 	x->flags &= (uint8_t)~BFC_CF_RED;
-	k->root = h;
-	k->min = h;
-	b->sl_map[c >> BFC_SL_BITS] |= 1u << (c & (BFC_SL_COUNT - 1));
-	b->fl_map |= 1ull << (c >> BFC_SL_BITS);
+	b->cls[k].root = h;
+	b->cls[k].min = h;
 }
 
-static inline void bfc__class_remove(struct bfc *b, uint32_t h)
+/* Chunk h, of class k, becomes the only chunk of empty class k. */
+static __always_inline void bfc__class_set(struct bfc *b, struct bfc_chunk *C,
+					   uint32_t k, uint32_t h)
 {
-	struct bfc_chunk *x = &b->chunks[h];
-	uint32_t c = x->cls, fl = c >> BFC_SL_BITS;
-	struct bfc_class *k = &b->cls[c];
+	bfc__class_take(b, C, k, h);
+	b->sl_map[k >> BFC_SL_BITS] |= 1u << (k & (BFC_SL_COUNT - 1));
+	b->fl_map |= 1ull << (k >> BFC_SL_BITS);
+}
 
-	BFC_ASSERT(!(x->flags & BFC_CF_USED), "removing an in-use chunk from a class");
-	if (k->root != h || x->t.left || x->t.right) {
-		bfc__tree_remove(b, k, h);	/* others remain */
-		return;
-	}
-	/* The only chunk of its class: the common case. */
-	k->root = 0;
-	k->min = 0;
-	b->sl_map[fl] &= ~(1u << (c & (BFC_SL_COUNT - 1)));
+/* Empty class k, whose only chunk the caller has taken out. */
+static __always_inline void bfc__class_clear(struct bfc *b, uint32_t k)
+{
+	uint32_t fl = k >> BFC_SL_BITS;
+
+	b->cls[k].root = 0;
+	b->cls[k].min = 0;
+	b->sl_map[fl] &= ~(1u << (k & (BFC_SL_COUNT - 1)));
 	b->fl_map &= ~((uint64_t)!b->sl_map[fl] << fl);	/* no branch */
 }
 
-/* Chunk n takes the place of chunk o (in its class tree) when n's key (set
- * by the caller; n may be o, or a chunk in no class) belongs to the same
- * class and sorts between o's neighbours: no search, no rebalancing.
- * Returns false, changing nothing, otherwise; the caller then removes o
- * and inserts n (class_remove does not look at o's key).
- */
-static inline bool bfc__class_rekey(struct bfc *b, uint32_t o, uint32_t n)
+/* Insert free chunk h into class k, which its size belongs to. */
+static __always_inline void bfc__class_insert_c(struct bfc *b,
+						struct bfc_chunk *C,
+						uint32_t h, uint32_t k)
 {
-	struct bfc_chunk *C = b->chunks;
-	uint32_t c = C[o].cls;
-	struct bfc_class *k = &b->cls[c];
-
-	if (k->root != o || C[o].t.left || C[o].t.right)
-		return bfc__tree_rekey(b, o, n);
-	/* o is alone in its class: n takes its place if in the same class. */
-	if (bfc__class_of(b, C[n].size) != c)
-		return false;
-	if (n != o) {
-		C[n].cls = (uint16_t)c;
-		C[n].t.parent = 0;
-		C[n].t.left = 0;
-		C[n].t.right = 0;
-		C[n].flags &= (uint8_t)~BFC_CF_RED;
-		k->root = n;
-		k->min = n;
+	if (b->cls[k].root) {
+		C[h].cls = (uint16_t)k;
+		bfc__tree_insert(b, &b->cls[k], h);
+		return;
 	}
-	return true;
+	bfc__class_set(b, C, k, h);	/* the first of its class: common */
 }
 
-/* The chunk best fitting a request of size bytes (a multiple of the
- * granularity), or 0.  The slow path searches class c's tree.
- */
-static inline uint32_t bfc__find_fit(const struct bfc *b, uint64_t size)
+static __always_inline void bfc__class_insert(struct bfc *b,
+					      struct bfc_chunk *C, uint32_t h)
 {
-	uint32_t c = bfc__class_of(b, size);
-	uint32_t m = b->cls[c].min;
+	bfc__class_insert_c(b, C, h, bfc__class_of(b, C[h].size));
+}
 
-	uint32_t fl, bits;
+/* Remove h from its class; h's key is not looked at (it may have changed). */
+static __always_inline void bfc__class_remove(struct bfc *b,
+					      struct bfc_chunk *C, uint32_t h)
+{
+	uint32_t k = C[h].cls;
+
+	BFC_ASSERT(!(C[h].flags & BFC_CF_USED),
+		   "removing an in-use chunk from a class");
+	if (bfc__alone(b, C, h, k))
+		bfc__class_clear(b, k);		/* common */
+	else
+		bfc__tree_remove(b, &b->cls[k], h);
+}
+
+/* Free chunk n, whose key the caller has set and whose size belongs to
+ * class k, takes the place of free chunk o in the class index.  n may be o
+ * (its size changed), or a chunk in no class.  When k is o's class and n
+ * sorts between o's in-order neighbours (always, if o is alone there), n
+ * takes o's node: no search, no rebalancing.  Otherwise o is removed and
+ * n inserted.
+ */
+static __always_inline void bfc__class_replace(struct bfc *b,
+					       struct bfc_chunk *C, uint32_t o,
+					       uint32_t n, uint32_t k)
+{
+	if (k == C[o].cls) {
+		if (bfc__alone(b, C, o, k)) {
+			if (n != o)
+				bfc__class_take(b, C, k, n);
+			return;
+		}
+		if (bfc__tree_rekey(b, o, n))
+			return;
+	}
+	bfc__class_remove(b, C, o);
+	bfc__class_insert_c(b, C, n, k);
+}
+
+/* The minimum of the first non-empty class after k, or 0. */
+static __always_inline uint32_t bfc__next_min(const struct bfc *b, uint32_t k)
+{
+	uint32_t fl = k >> BFC_SL_BITS;
+	uint32_t bits = b->sl_map[fl] & (~1u << (k & (BFC_SL_COUNT - 1)));
 	uint64_t fbits;
 
-	if (m) {
-		if (b->chunks[m].size >= size)
-			return m;
-		return bfc__find_fit_slow(b, c, size);
-	}
-	/* Class c is empty: the minimum of the next non-empty class. */
-	fl = c >> BFC_SL_BITS;
-	bits = b->sl_map[fl] & (uint32_t)(~0ull << ((c & (BFC_SL_COUNT - 1)) + 1));
 	if (!bits) {
-		fbits = b->fl_map & (~0ull << (fl + 1));
+		fbits = b->fl_map & (~1ull << fl);
 		if (!fbits)
 			return 0;
 		fl = (uint32_t)__builtin_ctzll(fbits);
@@ -253,14 +284,34 @@ static inline uint32_t bfc__find_fit(const struct bfc *b, uint64_t size)
 	return b->cls[(fl << BFC_SL_BITS) + (uint32_t)__builtin_ctz(bits)].min;
 }
 
+/* The chunk best fitting a request of size bytes (a multiple of the
+ * granularity), or 0.  The slow path searches the tree of size's class.
+ */
+static __always_inline uint32_t bfc__find_fit(const struct bfc *b,
+					      uint64_t size)
+{
+	uint32_t k = bfc__class_of(b, size);
+	uint32_t m = b->cls[k].min;
+
+	if (!m)
+		return bfc__next_min(b, k);
+	if (b->chunks[m].size >= size)
+		return m;
+	return bfc__find_fit_slow(b, k, size);
+}
+
 uint32_t bfc__largest_free(const struct bfc *b);
 
-/* bfc.c: the address index (for bfc_check).  hash_has: addr -> h is
- * there; hash_slot_ok: occupied slot i names an in-use chunk whose address
- * has its fingerprint.
+/* The address index bucket of a start address: the top bits of a
+ * Fibonacci hash of the granule number.  hash_mul is the 64-bit constant
+ * shifted right by gshift, so for an aligned address addr * hash_mul =
+ * (addr >> gshift) * (the constant with its low gshift bits cleared): no
+ * shift by gshift needed.
  */
-bool bfc__hash_has(const struct bfc *b, uint64_t addr, uint32_t h);
-bool bfc__hash_slot_ok(const struct bfc *b, uint32_t i);
+static inline uint32_t bfc__hash_bucket(const struct bfc *b, uint64_t addr)
+{
+	return (uint32_t)((addr * b->hash_mul) >> b->hash_shift);
+}
 
 /* Text output into a caller's buffer, snprintf-style. */
 struct bfc_out {

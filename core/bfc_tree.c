@@ -299,15 +299,16 @@ static uint32_t tree_prev(const struct bfc_chunk *C, uint32_t x)
 	return p;
 }
 
-/* bfc__class_rekey where o is not alone in its class. */
+/* bfc__class_replace where n belongs to o's class and o is not alone in
+ * it: n takes o's node if it sorts between o's neighbours; false, changing
+ * nothing, otherwise.
+ */
 bool bfc__tree_rekey(struct bfc *b, uint32_t o, uint32_t n)
 {
 	struct bfc_chunk *C = b->chunks;
 	uint32_t c = C[o].cls, x;
 	struct bfc_class *k = &b->cls[c];
 
-	if (bfc__class_of(b, C[n].size) != c)
-		return false;
 	x = tree_prev(C, o);
 	if (x && !bfc__key_less(&C[x], &C[n]))
 		return false;

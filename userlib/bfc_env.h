@@ -24,6 +24,11 @@
  *                          buf may be NULL when len is 0.  Formats used:
  *                          %llu %llx %u %x %d %s, with explicit casts.
  *
+ *   __always_inline noinline
+ *                          the kernel's function attributes
+ *                          (<linux/compiler_types.h>, always there);
+ *                          defined below unless the C library has them
+ *
  * The compiler builtins __builtin_ctzll/__builtin_clzll/__builtin_ctz/
  * __builtin_clz and __builtin_mul_overflow are used directly (gcc, clang).
  */
@@ -54,6 +59,13 @@ static inline void bfc_env_free(void *p, size_t size)
 	(void)size;
 	free(p);
 }
+
+#ifndef __always_inline
+#define __always_inline		inline __attribute__((__always_inline__))
+#endif
+#ifndef noinline
+#define noinline		__attribute__((__noinline__))
+#endif
 
 #define bfc_memcpy(d, s, n)	memcpy((d), (s), (n))
 #define bfc_memset(d, c, n)	memset((d), (c), (n))

@@ -128,11 +128,12 @@ TEST_F(corrupt, cached_minimum)
 TEST_F(corrupt, address_index)
 {
 	struct bfc *b = self->b;
-	uint32_t i;
+	uint32_t *l = &b->hash[bfc__hash_bucket(b, b->chunks[self->c].addr)];
 
-	for (i = 0; i <= b->hash_mask; i++)
-		if (b->hash[i].h == self->c)
-			b->hash[i].h = self->a;
+	/* The link to C (a bucket head or a chain link) names A instead. */
+	while (*l != self->c)
+		l = &b->chunks[*l].u.hnext;
+	*l = self->a;
 	DETECTS("not an in-use chunk with that address");
 	EXPECT_NE(NULL, strstr(self->rep, "not in the address index"));
 }

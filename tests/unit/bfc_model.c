@@ -424,12 +424,8 @@ static void compare_stats(struct __test_metadata *_metadata,
 	bfc_get_stats(self->b, &s);
 	m_stats(&self->m, &ms);
 #define SAME(f) MASSERT(s.f == ms.f, "stats." #f " %llu, model %llu", \
-			(unsigned long long)s.f, (unsigned long long)ms.f)
-	SAME(in_use); SAME(peak_in_use); SAME(requested); SAME(reserved);
-	SAME(peak_reserved); SAME(largest_alloc); SAME(largest_free);
-	SAME(free_bytes); SAME(nr_allocs); SAME(nr_frees); SAME(failed_allocs);
-	SAME(bad_frees); SAME(chunks_in_use); SAME(chunks_free); SAME(regions);
-	SAME(fragmentation_ppm);
+			(unsigned long long)s.f, (unsigned long long)ms.f);
+	BFC_MODEL_STATS(SAME)
 #undef SAME
 }
 

@@ -286,4 +286,13 @@ static void m_peaks(struct model *m)
 		m->st.peak_reserved = s.reserved;
 }
 
+/* Every field of struct bfc_stats that the model predicts: X(field) for
+ * each, for the comparisons of the model test and the fuzz harness.
+ */
+#define BFC_MODEL_STATS(X)						\
+	X(in_use) X(peak_in_use) X(requested) X(reserved)		\
+	X(peak_reserved) X(largest_alloc) X(largest_free) X(free_bytes)	\
+	X(nr_allocs) X(nr_frees) X(failed_allocs) X(bad_frees)		\
+	X(chunks_in_use) X(chunks_free) X(regions) X(fragmentation_ppm)
+
 #endif /* GPUPOOL_TESTS_BFC_MODEL_H */

@@ -2,7 +2,7 @@
 /*
  * bfc_regions.c - regions: validation, no coalescing across regions,
  * removal (busy, unknown, free; handles die with their region),
- * bfc_remove_free_regions, BFC_MERGE_ADJACENT_REGIONS.
+ * bfc_remove_free_regions, BFC_MERGE_ADJACENT_REGIONS, bfc_free_at_top.
  */
 #include "bfc_test.h"
 
@@ -252,6 +252,35 @@ TEST(many_regions)
 	EXPECT_EQ(100, bt_stats(b).regions);
 	/* Best fit over what is left: 100 KiB fits region 25 (104 KiB). */
 	EXPECT_EQ(25 * MiB, ALLOC_OK(b, 100 * KiB, NULL));
+	bfc_destroy(b);
+}
+
+/* The free chunk ending the highest region: what growing right above it
+ * merges with, so a request needs only the rest (the module's growth).
+ */
+TEST(free_at_top)
+{
+	struct bfc *b = bt_create(4096, 0, 4096, 0, BFC_MERGE_ADJACENT_REGIONS);
+	bfc_handle_t h1, h2;
+
+	EXPECT_EQ(0, bfc_free_at_top(b));
+	ASSERT_EQ(0, ADD(b, 8 * MiB, 1 * MiB, NULL));
+	ASSERT_EQ(0, ADD(b, 0, 1 * MiB, NULL));		/* below: not the top */
+	EXPECT_EQ(1 * MiB, bfc_free_at_top(b));
+	EXPECT_EQ(0, ALLOC_OK(b, 1 * MiB, NULL));	/* the low one, whole */
+	EXPECT_EQ(1 * MiB, bfc_free_at_top(b));
+	EXPECT_EQ(8 * MiB, ALLOC_OK(b, 256 * KiB, &h1));
+	EXPECT_EQ(768 * KiB, bfc_free_at_top(b));
+	EXPECT_EQ(8 * MiB + 256 * KiB, ALLOC_OK(b, 768 * KiB, &h2));
+	EXPECT_EQ(0, bfc_free_at_top(b));		/* ends in use */
+	ASSERT_EQ(0, FREE(b, h2));
+	/* 2 MiB asked, 768 KiB free at the top: 1.25 MiB more above does. */
+	EXPECT_EQ(-ENOMEM, ALLOC(b, 2 * MiB, NULL, NULL));
+	ASSERT_EQ(0, ADD(b, 9 * MiB, 2 * MiB - bfc_free_at_top(b), NULL));
+	EXPECT_EQ(8 * MiB + 256 * KiB, ALLOC_OK(b, 2 * MiB, NULL));
+	EXPECT_EQ(0, bfc_free_at_top(b));
+	ASSERT_EQ(0, FREE(b, h1));
+	EXPECT_EQ(0, bfc_check(b, NULL, 0));
 	bfc_destroy(b);
 }
 
