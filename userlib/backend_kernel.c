@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/gpupool.h>
 #include <stdio.h>
 #include <string.h>
@@ -164,6 +165,18 @@ static int gp_kernel_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 		if (ioctl(ctx->kfd, GPUPOOL_IOC_ALLOC, &a))
 			return gp_kernel_alloc_error(ctx, errno, size);
 	}
+	/* The buffer handed out is `size` bytes of this mapping: a module
+	 * that says less (or not in whole pages) disagrees with this library.
+	 */
+	if (a.chunk_size < size || (a.chunk_size & (ctx->page_size - 1))) {
+		gp_kernel_free_handle(ctx, a.handle);
+		return gp_err(ctx, -EPROTO,
+			      "gpupool.ko answered GPUPOOL_IOC_ALLOC of %llu bytes with a "
+			      "chunk of %llu bytes: the module and the library disagree "
+			      "(reinstall both from one release)",
+			      (unsigned long long)size,
+			      (unsigned long long)a.chunk_size);
+	}
 	addr = mmap(NULL, a.chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		    ctx->kfd, (off_t)a.handle);
 	if (addr == MAP_FAILED) {
@@ -200,6 +213,10 @@ static int gp_kernel_export(struct gp_ctx *ctx, struct gp_seg *seg, int *fd)
 	x.flags = GPUPOOL_EXPORT_CLOEXEC;
 	if (ioctl(ctx->kfd, GPUPOOL_IOC_EXPORT, &x))
 		return gp_err(ctx, -errno, "GPUPOOL_IOC_EXPORT: %s", strerror(errno));
+	if (x.fd > INT_MAX)	/* not a descriptor: nothing to close either */
+		return gp_err(ctx, -EPROTO,
+			      "gpupool.ko answered GPUPOOL_IOC_EXPORT with descriptor "
+			      "%u: the module and the library disagree", x.fd);
 	*fd = (int)x.fd;
 	return 0;
 }

@@ -187,6 +187,8 @@ static int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 	cudaError_t e;
 	int ret, saved;
 
+	if (size > GP_SIZE_MAX)
+		return -ENOMEM;		/* rounded would have wrapped */
 	if (p->limit) {
 		avail = p->limit > p->st.reserved ? p->limit - p->st.reserved : 0;
 		if (avail < rounded)

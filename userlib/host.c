@@ -312,6 +312,11 @@ GP_API int gp_host_alloc(struct gp_ctx *ctx, size_t size, unsigned int flags,
 		return gp_err(ctx, -EINVAL, "gp_host_alloc: %s",
 			      size ? "unknown flags" : "size 0");
 	pthread_mutex_lock(&ctx->host_lock);
+	if (size > GP_SIZE_MAX) {
+		ret = gp_err(ctx, -ENOMEM, "gp_host_alloc: %zu bytes is more than any pool can hold",
+			     size);
+		goto out;
+	}
 	if (flags & GP_HOST_SHARED) {
 		ret = gp_host_alloc_own(ctx, size, ptr);
 		goto out;

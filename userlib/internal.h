@@ -39,6 +39,12 @@
 #define GP_DEV_GRAN		256ull	/* cudaMalloc guarantees 256-byte alignment */
 #define GP_DEV_INITIAL_SEG	(2 * GP_MIB)
 
+/* The largest request either pool considers; larger ones fail with -ENOMEM
+ * before any rounding (to pages, 2 MiB or a segment size), none of which
+ * can then overflow.  No machine has 2^62 bytes to pin.
+ */
+#define GP_SIZE_MAX		(1ull << 62)
+
 static inline uint64_t gp_round_up(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) & ~(a - 1);

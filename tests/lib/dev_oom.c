@@ -36,6 +36,26 @@ TEST(backpedal)
 	ASSERT_EQ(0, rt_counts(&rt).dev_live);
 }
 
+/* A size whose rounding would wrap: out of memory, no cudaMalloc tried. */
+TEST(size_near_size_max)
+{
+	struct gp_dev_stats st;
+	struct gp_ctx *ctx;
+	struct rt rt;
+	void *p;
+
+	RT_SETUP(&rt);
+	NEED_DOUBLE(&rt);
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(-ENOMEM, gp_dev_alloc(ctx, 0, SIZE_MAX, NULL, &p));
+	ASSERT_EQ(-ENOMEM, gp_dev_alloc(ctx, 0, SIZE_MAX - 255, NULL, &p));
+	ASSERT_EQ(0, gp_dev_stats(ctx, 0, &st));
+	ASSERT_EQ(0, st.reserved);
+	ASSERT_EQ(0, st.malloc_refusals);
+	ASSERT_EQ(0, rt_counts(&rt).calls[CDD_MALLOC]);
+	gp_close(ctx);
+}
+
 TEST(release_cached_and_retry)
 {
 	struct gp_dev_stats st;
