@@ -111,6 +111,7 @@ class Loader:
                       for _ in range(nslots)]
         self._free = list(range(nslots))
         self._busy = {}            # conn -> tasks in flight
+        self._dead = set()         # conns whose worker is gone
         ctx = multiprocessing.get_context(start_method)
         self._procs, self._conns = [], []
         try:
@@ -138,9 +139,20 @@ class Loader:
 
     def _dispatch(self):
         while self._free and self._next_index < self._limit:
-            conn = min(self._conns, key=lambda c: self._busy[c])
+            live = [c for c in self._conns if c not in self._dead]
+            if not live:
+                return
+            conn = min(live, key=lambda c: self._busy[c])
             slot = self._free.pop()
-            conn.send((slot, self._next_index))
+            try:
+                conn.send((slot, self._next_index))
+            except (BrokenPipeError, ConnectionResetError):
+                # The worker is gone, perhaps after reporting an error
+                # that is still in its pipe: batches() reads and raises
+                # it.  Here the write can lose that race.
+                self._free.append(slot)
+                self._dead.add(conn)
+                continue
             self._busy[conn] += 1
             self._next_index += 1
 
@@ -156,6 +168,8 @@ class Loader:
         self._dispatch()
         while done < count:
             busy = [c for c in self._conns if self._busy[c]]
+            if not busy and self._dead:
+                raise RuntimeError("gpupool.Loader: a worker died")
             if not busy:
                 raise RuntimeError("gpupool.Loader: every slot is held by an "
                                    "unreleased batch; release() batches to "

@@ -1,6 +1,7 @@
 """The zero-copy loader: every batch arrives once, intact, on fork and
 spawn; worker errors surface; the slots go back to the pool."""
 import gc
+import time
 import unittest
 import zlib
 
@@ -45,14 +46,24 @@ class LoaderTest(unittest.TestCase):
     def test_spawn(self):
         self.run_loader("spawn")
 
-    def test_worker_error_surfaces(self):
+    def check_worker_error_surfaces(self, delay):
         with gpupool.Pool() as pool:
             with gpupool.Loader(pool, produce_fails, batch_bytes=4096,
                                 num_workers=1) as loader:
                 with self.assertRaises(RuntimeError) as cm:
                     for batch in loader.batches(10):
+                        time.sleep(delay)
                         batch.release()
                 self.assertIn("batch three is cursed", str(cm.exception))
+
+    def test_worker_error_surfaces(self):
+        self.check_worker_error_surfaces(0)
+
+    def test_worker_error_surfaces_after_it_exits(self):
+        # The consumer is slow: the worker has reported its error and gone
+        # before the next release() sends it work (that send then meets a
+        # closed pipe); the error must still be what surfaces.
+        self.check_worker_error_surfaces(0.2)
 
     def test_unreleased_batches_are_reported(self):
         with gpupool.Pool() as pool:
