@@ -97,9 +97,16 @@ struct gp_node {
 	struct list_head dirty;		/* released, to be checked and zeroed */
 	struct list_head quarantine;	/* released, still pinned by others */
 	struct gp_counters c;
-	u64 zero_gen;			/* bumped when a chunk returns to bfc */
+	/*
+	 * Chunks that have entered zeroing (released, or leaving quarantine)
+	 * and that have left it (returned to bfc, or quarantined), ever: an
+	 * allocation waits until zero_out reaches what zero_in was when it
+	 * looked, so each wait has an end however busy the pool is.
+	 */
+	u64 zero_in;
+	u64 zero_out;
 
-	wait_queue_head_t zero_wait;	/* allocations waiting for zero_gen */
+	wait_queue_head_t zero_wait;	/* allocations waiting for zero_out */
 	struct work_struct zero_work;
 	struct delayed_work quarantine_work;
 

@@ -65,13 +65,15 @@ int gp_publish_blocks(struct gp_node *n, unsigned long count)
 /*
  * Add a region big enough for `size` bytes, sized next_grow_blocks (which
  * doubles) but no more than the limit; when the kernel refuses, try again at
- * 90% until that is below what the request needs.  Returns 0 when the node
+ * 90% until that is below what the request needs.  The new region goes
+ * right above the node's memory and merges with a free chunk ending there,
+ * so the request needs only what that chunk lacks.  Returns 0 when the node
  * has grown (by this caller or a concurrent one since `seen_blocks`).
  */
 static int gp_node_grow(struct gp_node *n, u64 size, unsigned long seen_blocks)
 {
-	unsigned long need = DIV_ROUND_UP(size, GP_BLOCK_SIZE);
-	unsigned long have, want, got;
+	unsigned long need, have, want, got;
+	u64 top;
 	int ret = -ENOMEM;
 
 	mutex_lock(&n->grow_lock);
@@ -80,6 +82,11 @@ static int gp_node_grow(struct gp_node *n, u64 size, unsigned long seen_blocks)
 		ret = 0;		/* someone else grew it: retry */
 		goto out_unlock;
 	}
+	mutex_lock(&n->lock);
+	top = bfc_free_at_top(n->bfc);
+	mutex_unlock(&n->lock);
+	size = PAGE_ALIGN(size);
+	need = DIV_ROUND_UP(size - min(top, size - 1), GP_BLOCK_SIZE);
 	if (need > n->cap_blocks - have)
 		goto out_unlock;
 	want = clamp(n->next_grow_blocks, need, n->cap_blocks - have);
@@ -133,17 +140,19 @@ static void gp_note_live(struct gp_node *n, u64 bytes)
 }
 
 /*
- * One try on one node.  On -ENOMEM, *wait_gen says whether waiting for the
+ * One try on one node.  On -ENOMEM, *wait_for says whether waiting for the
  * zeroing worker could help (chunks being zeroed, and free + zeroing bytes
- * would cover the request): then it is the zero_gen to wait past, else ~0.
+ * would cover the request): then it is the zero_out count to wait for (every
+ * chunk in zeroing now has left it), else 0.
  */
 static int gp_node_try_alloc(struct gp_node *n, u64 size, struct gp_chunk *c,
-			     u64 *wait_gen, unsigned long *seen_blocks)
+			     u64 *wait_for, unsigned long *seen_blocks)
 {
 	struct bfc_stats st;
 	u64 addr;
 	int ret;
 
+	*wait_for = 0;
 	mutex_lock(&n->lock);
 	*seen_blocks = n->nr_blocks;
 	ret = bfc_alloc(n->bfc, size, &c->bh, &addr);
@@ -159,21 +168,27 @@ static int gp_node_try_alloc(struct gp_node *n, u64 size, struct gp_chunk *c,
 		spin_lock(&n->stat_lock);
 		if (n->c.zeroing_bytes &&
 		    st.free_bytes + n->c.zeroing_bytes >= PAGE_ALIGN(size))
-			*wait_gen = n->zero_gen;
-		else
-			*wait_gen = ~0ULL;
+			*wait_for = n->zero_in;
 		spin_unlock(&n->stat_lock);
 	}
 	mutex_unlock(&n->lock);
 	return ret;
 }
 
+static bool gp_node_zeroed_past(struct gp_node *n, u64 count)
+{
+	return (s64)(READ_ONCE(n->zero_out) - count) >= 0;
+}
+
 /*
  * What an allocation waits for.  Nothing, when the sub-pool has a free chunk
  * that fits: that is a bfc lookup under the node mutex.  Otherwise:
- *  - while chunks released on this node are waiting to be zeroed and would
- *    (with the free bytes) cover the request, it sleeps, killable, until
- *    the zeroing worker has given at least one chunk back, and tries again;
+ *  - when chunks released on this node are being zeroed and would (with the
+ *    free bytes) cover the request, it sleeps, killable, until every chunk
+ *    that was in zeroing when it looked has been zeroed (or quarantined),
+ *    and tries again.  Once: chunks released after it looked are not
+ *    waited for, or a busy pool (others freeing all the time) could keep it
+ *    waiting for ever;
  *  - else, when growth is allowed (max_size) and the node is below its
  *    limit, it grows the node itself: allocating and zeroing new blocks in
  *    the page allocator (work items on the node's CPUs), which sleeps but
@@ -184,17 +199,19 @@ static int gp_node_try_alloc(struct gp_node *n, u64 size, struct gp_chunk *c,
 static int gp_node_alloc(struct gp_node *n, u64 size, struct gp_chunk *c)
 {
 	unsigned long seen_blocks;
-	u64 gen;
+	bool waited = false;
+	u64 wait_for;
 	int ret;
 
 	for (;;) {
-		ret = gp_node_try_alloc(n, size, c, &gen, &seen_blocks);
+		ret = gp_node_try_alloc(n, size, c, &wait_for, &seen_blocks);
 		if (ret != -ENOMEM)
 			return ret;
-		if (gen != ~0ULL) {
+		if (wait_for && !waited) {
 			if (wait_event_killable(n->zero_wait,
-						READ_ONCE(n->zero_gen) != gen))
+						gp_node_zeroed_past(n, wait_for)))
 				return -EINTR;
+			waited = true;
 			continue;
 		}
 		if (gp_node_grow(n, size, seen_blocks))
@@ -235,7 +252,7 @@ int gp_pool_alloc(u64 size, int nid, bool strict_node,
 	struct gp_chunk *c;
 	unsigned long seen;
 	unsigned int i;
-	u64 gen;
+	u64 wait_for;
 	int ret;
 
 	if (!size)
@@ -256,10 +273,10 @@ int gp_pool_alloc(u64 size, int nid, bool strict_node,
 		ret = gp_node_alloc(first, size, c);
 		goto out;
 	}
-	ret = gp_node_try_alloc(first, size, c, &gen, &seen);
+	ret = gp_node_try_alloc(first, size, c, &wait_for, &seen);
 	for (i = 0; ret == -ENOMEM && i < gp_nr_nodes; i++)
 		if (gp_nodes[i] != first)
-			ret = gp_node_try_alloc(gp_nodes[i], size, c, &gen,
+			ret = gp_node_try_alloc(gp_nodes[i], size, c, &wait_for,
 						&seen);
 	if (ret == -ENOMEM)
 		ret = gp_node_alloc(first, size, c);
@@ -296,6 +313,7 @@ void gp_pool_release_chunk(struct gp_chunk *c)
 	n->c.frees++;
 	n->c.zeroing_bytes += c->size;
 	n->c.zeroing_chunks++;
+	n->zero_in++;
 	list_add_tail(&c->link, &n->dirty);
 	spin_unlock(&n->stat_lock);
 	queue_work_node(n->nid, gp_wq, &n->zero_work);
@@ -338,7 +356,7 @@ static void gp_chunk_return(struct gp_chunk *c)
 	spin_lock(&n->stat_lock);
 	n->c.zeroing_bytes -= c->size;
 	n->c.zeroing_chunks--;
-	n->zero_gen++;
+	n->zero_out++;
 	spin_unlock(&n->stat_lock);
 	mutex_unlock(&n->lock);
 	wake_up_all(&n->zero_wait);
@@ -352,10 +370,12 @@ static void gp_quarantine(struct gp_node *n, struct gp_chunk *c)
 	spin_lock(&n->stat_lock);
 	n->c.zeroing_bytes -= c->size;
 	n->c.zeroing_chunks--;
+	n->zero_out++;
 	n->c.quarantined_bytes += c->size;
 	n->c.quarantined_chunks++;
 	list_add_tail(&c->link, &n->quarantine);
 	spin_unlock(&n->stat_lock);
+	wake_up_all(&n->zero_wait);
 	if (!READ_ONCE(gp_dying))
 		mod_delayed_work_on(WORK_CPU_UNBOUND, gp_wq,
 				    &n->quarantine_work,
@@ -409,6 +429,7 @@ static void gp_quarantine_fn(struct work_struct *work)
 		n->c.quarantined_chunks--;
 		n->c.zeroing_bytes += c->size;
 		n->c.zeroing_chunks++;
+		n->zero_in++;
 	}
 	again = !list_empty(&n->quarantine);
 	spin_unlock(&n->stat_lock);
@@ -571,8 +592,9 @@ void gp_pool_show_bins(struct seq_file *m)
  */
 #define GP_MAP_CELLS	64
 
-enum { GP_MAP_FREE, GP_MAP_USED, GP_MAP_ZEROING, GP_MAP_QUARANTINED,
-       GP_MAP_NR };
+enum {
+	GP_MAP_FREE, GP_MAP_USED, GP_MAP_ZEROING, GP_MAP_QUARANTINED, GP_MAP_NR
+};
 
 struct gp_map {
 	u64 space;			/* bytes the cells cover */
