@@ -254,33 +254,12 @@ TEST_F(pool, fd_kept_across_owner_exit)
 		if (ioctl(fd, GPUPOOL_IOC_EXPORT, &e))
 			_exit(2);
 		x = (int)e.fd;
-		{
-			char cb[CMSG_SPACE(sizeof(int))] = { 0 }, b = 'f';
-			struct iovec iov = { &b, 1 };
-			struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-					     .msg_control = cb,
-					     .msg_controllen = sizeof(cb) };
-			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cm), &x, sizeof(int));
-			if (sendmsg(sv[1], &mh, 0) != 1)
-				_exit(3);
-		}
+		if (gp_send_fd(sv[1], x, NULL, 0, 0))
+			_exit(3);
 		_exit(0);	/* SIGKILL would do the same; see close_frees */
 	}
-	{
-		char cb[CMSG_SPACE(sizeof(int))], b;
-		struct iovec iov = { &b, 1 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-				     .msg_control = cb,
-				     .msg_controllen = sizeof(cb) };
-
-		ASSERT_EQ(1, recvmsg(sv[0], &mh, 0));
-		memcpy(&cfd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
-	}
+	cfd = gp_recv_fd(sv[0], NULL, 0, 0);
+	ASSERT_LE(0, cfd);
 	waitpid(pid, NULL, 0);
 	m = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, cfd, 0);
 	ASSERT_NE(MAP_FAILED, m);
@@ -445,23 +424,9 @@ static int fill_to_limit(void *arg)
 		e.handle = a.handle;
 		if (ioctl(fd, GPUPOOL_IOC_EXPORT, &e))
 			return 20;
-		{
-			char cb[CMSG_SPACE(sizeof(int))] = { 0 }, b = 'f';
-			struct iovec iov = { &b, 1 };
-			struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-					     .msg_control = cb,
-					     .msg_controllen = sizeof(cb) };
-			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-			int x = (int)e.fd;
-
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cm), &x, sizeof(int));
-			if (sendmsg(sock, &mh, 0) != 1)
-				return 21;
-			close(x);
-		}
+		if (gp_send_fd(sock, (int)e.fd, NULL, 0, 0))
+			return 21;
+		close((int)e.fd);
 	}
 	if (errno != EDQUOT)
 		return 22;
@@ -477,17 +442,9 @@ TEST(exhaust_past_limit_and_hold_by_fd)
 	ASSERT_EQ(0, gp_load_1("pool_size=16M per_process_limit=4M"));
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM, 0, sv));
 	EXPECT_EQ(0, gp_run_child(fill_to_limit, &sv[1]));
-	for (;;) {	/* collect the fds it passed before it exited */
-		char cb[CMSG_SPACE(sizeof(int))], b;
-		struct iovec iov = { &b, 1 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-				     .msg_control = cb,
-				     .msg_controllen = sizeof(cb) };
-
-		if (recvmsg(sv[0], &mh, MSG_DONTWAIT) != 1 || n == 8)
-			break;
-		memcpy(&fds[n++], CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
-	}
+	/* Collect the fds it passed before it exited. */
+	while (n < 8 && (fds[n] = gp_recv_fd(sv[0], NULL, 0, MSG_DONTWAIT)) >= 0)
+		n++;
 	EXPECT_EQ(4, n);
 	s = gp_pool();
 	EXPECT_EQ(4 * MiB, s.in_use);	/* held by us, through the fds */

@@ -33,43 +33,6 @@ FIXTURE_TEARDOWN(pool)
 	EXPECT_EQ(0, gp_unload_wait(5000));
 }
 
-static int send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))], b = 'x';
-	struct iovec iov = { .iov_base = &b, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))], b;
-	struct iovec iov = { .iov_base = &b, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock, &msg, 0) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&msg);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
 TEST_F(pool, chunk_info)
 {
 	struct gpupool_chunk_info ci;
@@ -146,13 +109,13 @@ TEST_F(pool, scm_rights)
 			_exit(2);
 		memset(q, 0x42, CH);
 		c = gp_export(fd, h, GPUPOOL_EXPORT_CLOEXEC);
-		if (c < 0 || send_fd(sv[1], c))
+		if (c < 0 || gp_send_fd(sv[1], c, NULL, 0, 0))
 			_exit(3);
 		/* Exit: the file, its handle and the mapping go. */
 		_exit(0);
 	}
 	close(sv[1]);
-	cfd = recv_fd(sv[0]);
+	cfd = gp_recv_fd(sv[0], NULL, 0, 0);
 	ASSERT_LE(0, cfd);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_EQ(0, WEXITSTATUS(status));

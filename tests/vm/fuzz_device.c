@@ -408,34 +408,16 @@ static void op_fork(struct worker *w)
 /* Pass a chunk fd to ourselves over a UNIX socket and map what arrives. */
 static void op_pass_fd(struct worker *w)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))], byte = 'x';
-	struct iovec iov = { &byte, 1 };
-	struct msghdr mh = { 0 };
-	struct cmsghdr *cm;
 	int fd;
 
 	if (!w->nr_exports)
 		return;
-	memset(cbuf, 0, sizeof(cbuf));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf;
-	mh.msg_controllen = sizeof(cbuf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	fd = w->exports[pick(w, (uint64_t)w->nr_exports)];
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (sendmsg(w->sock[0], &mh, MSG_DONTWAIT) != 1)
+	if (gp_send_fd(w->sock[0], fd, NULL, 0, MSG_DONTWAIT))
 		return;
-	mh.msg_controllen = sizeof(cbuf);
-	if (recvmsg(w->sock[1], &mh, MSG_CMSG_CLOEXEC) != 1)
+	fd = gp_recv_fd(w->sock[1], NULL, 0, 0);
+	if (fd < 0)
 		return;
-	cm = CMSG_FIRSTHDR(&mh);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
 	if (w->nr_exports < MAX_EXPORTS)
 		w->exports[w->nr_exports++] = fd;
 	else

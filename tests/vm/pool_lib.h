@@ -7,10 +7,12 @@
 #ifndef GPUPOOL_TESTS_VM_POOL_LIB_H
 #define GPUPOOL_TESTS_VM_POOL_LIB_H
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <linux/gpupool.h>
@@ -169,10 +171,43 @@ static inline long long gp_proc_num(const char *key)
 }
 
 /*
+ * Shrink every slab cache (/sys/kernel/slab/<cache>/shrink; aliases are
+ * symlinks and skipped).  Besides giving empty slabs back, on a KASAN
+ * kernel this drains the cache's objects from KASAN's quarantine, which
+ * otherwise holds freed objects back from the page allocator (up to 1/32
+ * of memory) and makes free memory drift by megabytes between two
+ * readings.
+ */
+static inline void gp_shrink_slabs(void)
+{
+	char path[300];
+	struct dirent *d;
+	DIR *dir = opendir("/sys/kernel/slab");
+	int fd;
+
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.' || d->d_type == DT_LNK)
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/slab/%s/shrink",
+			 d->d_name);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (write(fd, "1", 1) != 1)
+			perror(path);
+		close(fd);
+	}
+	closedir(dir);
+}
+
+/*
  * Free memory in bytes, as the page allocator holds it: the zones' free
  * pages plus the pages on the per-CPU free lists (/proc/zoneinfo).  MemFree
  * leaves the latter out, and they swing by tens of MiB as big frees pass
- * through them; page cache is dropped first.  -1 on error.
+ * through them; page cache is dropped and slab caches shrunk first.  -1 on
+ * error.
  */
 static inline long long gp_free_bytes(void)
 {
@@ -188,6 +223,7 @@ static inline long long gp_free_bytes(void)
 			perror("drop_caches");
 		close(fd);
 	}
+	gp_shrink_slabs();
 	usleep(200 * 1000);
 	if (gp_read_file("/proc/zoneinfo", text, sizeof(text)) <= 0)
 		return -1;
@@ -230,6 +266,62 @@ static inline int gp_run_child(int (*fn)(void *), void *arg)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
+}
+
+/*
+ * Pass one fd over a UNIX socket (SCM_RIGHTS) with `len` bytes of data
+ * (at least one byte is sent: a message with no data carries no fd).
+ * 0 or -errno.
+ */
+static inline int gp_send_fd(int sock, int fd, const void *data, size_t len,
+			     int flags)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))], byte = 'f';
+	struct iovec iov = { .iov_base = len ? (void *)data : &byte,
+			     .iov_len = len ? len : 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &mh, flags) == (ssize_t)iov.iov_len ? 0 :
+	       errno ? -errno : -EIO;
+}
+
+/*
+ * Receive what gp_send_fd() sent: the fd (O_CLOEXEC) or -errno (-EBADMSG
+ * for a message without one); its data into data[len].
+ */
+static inline int gp_recv_fd(int sock, void *data, size_t len, int flags)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))], byte;
+	struct iovec iov = { .iov_base = len ? data : &byte,
+			     .iov_len = len ? len : 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+	int fd;
+
+	n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -errno;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+		return -EBADMSG;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	if ((size_t)n != iov.iov_len) {
+		close(fd);
+		return -EBADMSG;
+	}
+	return fd;
 }
 
 #endif /* GPUPOOL_TESTS_VM_POOL_LIB_H */
