@@ -61,6 +61,8 @@ tests: ksft lib tools
 	@$(SUBMAKE) -C tests/cudart_double
 	@$(SUBMAKE) -C tests/lib
 	@$(SUBMAKE) -C tests/vm
+	@$(SUBMAKE) -C tests/tsan
+	@$(SUBMAKE) -C tests/fuzz
 
 # Run the VM suite (or a --filter of it, through VMFLAGS) on one kernel.
 vm-test: module tests
