@@ -337,7 +337,8 @@ static int top_once(const struct opts *o, bool screen)
 
 	if (ret)
 		return ret;
-	qsort(p.holders, p.nr_holders, sizeof(*p.holders), by_bytes);
+	if (p.nr_holders)	/* holders is NULL when there are none */
+		qsort(p.holders, p.nr_holders, sizeof(*p.holders), by_bytes);
 	if (o->json) {
 		json_holders(&p);
 		putchar('\n');
