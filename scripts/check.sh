@@ -8,7 +8,9 @@
 #      tests again in a two-node VM, and libgpupool's tests on the kernel
 #      backend
 #   4. the whole VM suite on the debug kernel (KASAN, lockdep, UBSAN,
-#      kmemleak; scripts/debug-kernel.sh builds it once, then reuses it)
+#      kmemleak; scripts/debug-kernel.sh builds it once, then reuses it:
+#      in the background, at the lowest CPU priority, from the start, so
+#      that it takes only what the other suites leave idle)
 #   5. the DKMS check for both kernels
 #   (the library's tests run on the user backend here and again, on the
 #   kernel backend, inside the VM on each kernel)
@@ -22,11 +24,26 @@ export RESULTS_DIR=$results
 rm -rf "$results"
 mkdir -p "$results"
 status=0
+t0=$(date +%s)
 
 step() {
 	echo
-	echo "==== $* ===="
+	echo "==== $* ==== [$(( $(date +%s) - t0 )) s]"
 }
+
+# The debug kernel takes minutes to build and most suites below leave a
+# core idle (single-threaded tests, VMs waiting): build it meanwhile, at
+# nice 19 so the suites keep the CPU they ask for.  Its output goes to a
+# file, shown when the debug-kernel step collects it.
+dbg_out=$O/debug-kernel.out
+dbg_log=$O/debug-kernel.log
+mkdir -p "$O"
+# setsid: a process group of its own, so that stopping it stops its makes.
+setsid nice -n 19 "$top/scripts/debug-kernel.sh" "$O/debug-kernel" \
+	> "$dbg_out" 2> "$dbg_log" &
+dbg_pid=$!
+trap 'kill -- "-$dbg_pid" 2>/dev/null' EXIT
+trap 'kill -- "-$dbg_pid" 2>/dev/null; exit 130' INT TERM
 
 # A build failure is one failed "test" of its own, and stops the suites
 # that need what failed to build.
@@ -107,11 +124,15 @@ done
 
 step "the debug kernel: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection"
 # Built once per checkout from Debian's linux-source-6.1 (cached under
-# $O/debug-kernel while vm/debug-kernel.config is unchanged); the whole VM
-# suite runs on it and any splat or kmemleak report fails the test it
-# happened in.  It boots through the firmware (--no-pvh): this kernel's
-# PVH entry dies before the console under KASAN.
-if dbg=$("$top/scripts/debug-kernel.sh" "$O/debug-kernel") &&
+# $O/debug-kernel while vm/debug-kernel.config is unchanged; started in the
+# background above); the whole VM suite runs on it and any splat or
+# kmemleak report fails the test it happened in.  It boots through the
+# firmware (--no-pvh): this kernel's PVH entry dies before the console
+# under KASAN.
+wait "$dbg_pid"
+dbg_rc=$?
+cat "$dbg_log" >&2
+if [ "$dbg_rc" -eq 0 ] && dbg=$(cat "$dbg_out") &&
    drel=$(cat "$dbg/include/config/kernel.release") &&
    "$top/scripts/build-module.sh" "$drel" "$O/kmod/debug" "$dbg" >/dev/null; then
 	step "VM suite on the debug kernel $drel"
@@ -131,5 +152,6 @@ step "DKMS"
 "$top/scripts/dkms-check.sh" $kvers || status=1
 
 echo
+echo "check: $(( $(date +%s) - t0 )) s in all"
 "$top/scripts/summarize.sh" "$results" || status=1
 exit $status
