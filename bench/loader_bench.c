@@ -16,8 +16,12 @@
  * batches in flight per worker.  For 1, 2, 4 workers x 1, 16, 64 MiB it
  * prints batches/s, GB/s, the ratio, and the memory each holds (shared +
  * pinned bytes it allocated).  Target: >= 1.5x at 64 MiB, less memory.
+ * Each case runs `reps` times, the two pipelines in alternating order; it
+ * prints the median rate of each and the median of the reps' ratios (one
+ * run of a case lasts well under a second: a single one is at the mercy of
+ * whatever else the machine does in that moment).
  *
- *   loader_bench [total MiB per case, default 1024]
+ *   loader_bench [total MiB per case, default 1024] [reps, default 5]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +40,7 @@
 
 #define MiB		(1ull << 20)
 #define MAX_SLOTS	8
+#define MAX_REPS	99
 
 static double now(void)
 {
@@ -49,6 +54,19 @@ static void die(const char *what)
 {
 	fprintf(stderr, "loader_bench: %s: %s\n", what, strerror(errno));
 	exit(1);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* The producer both pipelines run in their workers: a 64 KiB pattern,
@@ -301,44 +319,58 @@ int main(int argc, char **argv)
 	static const int workers[] = { 1, 2, 4 };
 	static const size_t sizes[] = { 1 * MiB, 16 * MiB, 64 * MiB };
 	uint64_t total = (argc > 1 ? strtoull(argv[1], NULL, 10) : 1024) * MiB;
+	unsigned int reps = argc > 2 ? (unsigned int)atoi(argv[2]) : 5;
 	struct gp_ctx *ctx;
 	struct gp_info info;
-	unsigned int w, s;
+	unsigned int w, s, r;
 
+	if (!total || reps < 1 || reps > MAX_REPS) {
+		fprintf(stderr, "usage: loader_bench [MiB per case > 0] [reps 1..%d]\n",
+			MAX_REPS);
+		return 2;
+	}
 	if (gp_open(NULL, &ctx)) {
 		fprintf(stderr, "loader_bench: %s\n", gp_last_error(NULL));
 		return 1;
 	}
 	gp_info(ctx, &info);
-	printf("== data loader: gpupool shared chunks vs PyTorch-style (shared memory + pin-thread copy), %s backend, %ld CPUs, %llu MiB per case ==\n",
+	printf("== data loader: gpupool shared chunks vs PyTorch-style (shared memory + pin-thread copy), %s backend, %ld CPUs, %llu MiB per case, medians of %u runs ==\n",
 	       info.backend_name, sysconf(_SC_NPROCESSORS_ONLN),
-	       (unsigned long long)(total / MiB));
-	printf("%7s %8s %9s | %10s %8s %9s | %10s %8s %9s | %7s\n", "workers",
+	       (unsigned long long)(total / MiB), reps);
+	printf("%7s %8s %9s | %10s %8s %9s | %10s %8s %9s | %7s %15s\n", "workers",
 	       "batch", "batches", "gpupool/s", "GB/s", "held MiB",
-	       "pytorch/s", "GB/s", "held MiB", "ratio");
+	       "pytorch/s", "GB/s", "held MiB", "ratio", "ratio min..max");
 	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		for (w = 0; w < sizeof(workers) / sizeof(workers[0]); w++) {
-			uint64_t n = total / sizes[s], held_gp, held_pt;
-			double tg, tp;
+			uint64_t n = total / sizes[s], held_gp = 0, held_pt = 0;
+			double tg[MAX_REPS], tp[MAX_REPS], ratio[MAX_REPS];
+			double mg, mp;
 
 			if (n < 8)
 				n = 8;
-			/* Alternate which goes first, so neither always runs
-			 * on the cache the other left.
-			 */
-			if (s & 1) {
-				tp = run_pytorch_style(workers[w], sizes[s], n, &held_pt);
-				tg = run_gpupool(ctx, workers[w], sizes[s], n, &held_gp);
-			} else {
-				tg = run_gpupool(ctx, workers[w], sizes[s], n, &held_gp);
-				tp = run_pytorch_style(workers[w], sizes[s], n, &held_pt);
+			for (r = 0; r < reps; r++) {
+				/* Alternate which goes first, so neither
+				 * always runs on the cache the other left.
+				 */
+				if ((s + r) & 1) {
+					tp[r] = run_pytorch_style(workers[w], sizes[s], n, &held_pt);
+					tg[r] = run_gpupool(ctx, workers[w], sizes[s], n, &held_gp);
+				} else {
+					tg[r] = run_gpupool(ctx, workers[w], sizes[s], n, &held_gp);
+					tp[r] = run_pytorch_style(workers[w], sizes[s], n, &held_pt);
+				}
+				ratio[r] = tp[r] / tg[r];
 			}
-			printf("%7d %5zu MiB %9llu | %10.1f %8.2f %9llu | %10.1f %8.2f %9llu | %6.2fx\n",
+			mg = median(tg, reps);
+			mp = median(tp, reps);
+			qsort(ratio, reps, sizeof(*ratio), cmp_double);
+			printf("%7d %5zu MiB %9llu | %10.1f %8.2f %9llu | %10.1f %8.2f %9llu | %6.2fx %6.2fx..%.2fx\n",
 			       workers[w], (size_t)(sizes[s] / MiB), (unsigned long long)n,
-			       n / tg, n * (double)sizes[s] / tg / 1e9,
-			       (unsigned long long)(held_gp / MiB), n / tp,
-			       n * (double)sizes[s] / tp / 1e9,
-			       (unsigned long long)(held_pt / MiB), tp / tg);
+			       n / mg, n * (double)sizes[s] / mg / 1e9,
+			       (unsigned long long)(held_gp / MiB), n / mp,
+			       n * (double)sizes[s] / mp / 1e9,
+			       (unsigned long long)(held_pt / MiB),
+			       median(ratio, reps), ratio[0], ratio[reps - 1]);
 			fflush(stdout);
 		}
 	}
