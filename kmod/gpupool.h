@@ -98,15 +98,14 @@ struct gp_node {
 	struct list_head quarantine;	/* released, still pinned by others */
 	struct gp_counters c;
 	/*
-	 * Chunks that have entered zeroing (released, or leaving quarantine)
-	 * and that have left it (returned to bfc, or quarantined), ever: an
-	 * allocation waits until zero_out reaches what zero_in was when it
-	 * looked, so each wait has an end however busy the pool is.
+	 * Chunks that have left zeroing (returned to bfc, or quarantined),
+	 * ever: an allocation waits until it reaches what it was plus
+	 * c.zeroing_chunks when it looked, so each wait has an end however
+	 * busy the pool is.
 	 */
-	u64 zero_in;
-	u64 zero_out;
+	u64 zero_done;
 
-	wait_queue_head_t zero_wait;	/* allocations waiting for zero_out */
+	wait_queue_head_t zero_wait;	/* allocations waiting for zero_done */
 	struct work_struct zero_work;
 	struct delayed_work quarantine_work;
 

@@ -142,7 +142,7 @@ static void gp_note_live(struct gp_node *n, u64 bytes)
 /*
  * One try on one node.  On -ENOMEM, *wait_for says whether waiting for the
  * zeroing worker could help (chunks being zeroed, and free + zeroing bytes
- * would cover the request): then it is the zero_out count to wait for (every
+ * would cover the request): then it is the zero_done count to wait for (every
  * chunk in zeroing now has left it), else 0.
  */
 static int gp_node_try_alloc(struct gp_node *n, u64 size, struct gp_chunk *c,
@@ -168,7 +168,7 @@ static int gp_node_try_alloc(struct gp_node *n, u64 size, struct gp_chunk *c,
 		spin_lock(&n->stat_lock);
 		if (n->c.zeroing_bytes &&
 		    st.free_bytes + n->c.zeroing_bytes >= PAGE_ALIGN(size))
-			*wait_for = n->zero_in;
+			*wait_for = n->zero_done + n->c.zeroing_chunks;
 		spin_unlock(&n->stat_lock);
 	}
 	mutex_unlock(&n->lock);
@@ -177,7 +177,7 @@ static int gp_node_try_alloc(struct gp_node *n, u64 size, struct gp_chunk *c,
 
 static bool gp_node_zeroed_past(struct gp_node *n, u64 count)
 {
-	return (s64)(READ_ONCE(n->zero_out) - count) >= 0;
+	return (s64)(READ_ONCE(n->zero_done) - count) >= 0;
 }
 
 /*
@@ -313,7 +313,6 @@ void gp_pool_release_chunk(struct gp_chunk *c)
 	n->c.frees++;
 	n->c.zeroing_bytes += c->size;
 	n->c.zeroing_chunks++;
-	n->zero_in++;
 	list_add_tail(&c->link, &n->dirty);
 	spin_unlock(&n->stat_lock);
 	queue_work_node(n->nid, gp_wq, &n->zero_work);
@@ -356,7 +355,7 @@ static void gp_chunk_return(struct gp_chunk *c)
 	spin_lock(&n->stat_lock);
 	n->c.zeroing_bytes -= c->size;
 	n->c.zeroing_chunks--;
-	n->zero_out++;
+	n->zero_done++;
 	spin_unlock(&n->stat_lock);
 	mutex_unlock(&n->lock);
 	wake_up_all(&n->zero_wait);
@@ -370,7 +369,7 @@ static void gp_quarantine(struct gp_node *n, struct gp_chunk *c)
 	spin_lock(&n->stat_lock);
 	n->c.zeroing_bytes -= c->size;
 	n->c.zeroing_chunks--;
-	n->zero_out++;
+	n->zero_done++;
 	n->c.quarantined_bytes += c->size;
 	n->c.quarantined_chunks++;
 	list_add_tail(&c->link, &n->quarantine);
@@ -429,7 +428,6 @@ static void gp_quarantine_fn(struct work_struct *work)
 		n->c.quarantined_chunks--;
 		n->c.zeroing_bytes += c->size;
 		n->c.zeroing_chunks++;
-		n->zero_in++;
 	}
 	again = !list_empty(&n->quarantine);
 	spin_unlock(&n->stat_lock);

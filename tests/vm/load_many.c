@@ -271,21 +271,13 @@ static pid_t spawn(struct shared *sh, int (*socks)[2], int idx,
 	return pid;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Wait until *counter reaches WORKERS, up to `secs`. */
 static int wait_all(atomic_int *counter, double secs)
 {
-	double end = now() + secs;
+	double end = gp_now() + secs;
 
 	while (atomic_load(counter) < WORKERS) {
-		if (now() > end)
+		if (gp_now() > end)
 			return -ETIMEDOUT;
 		usleep(10000);
 	}
@@ -350,8 +342,8 @@ TEST_F_TIMEOUT(many, sixty_four_processes, 600)
 		ASSERT_LT(0, spawn(sh, socks, i, rnd(&seed)));
 
 	/* Run, killing a random worker every 20-80 ms and replacing it. */
-	end = now() + secs;
-	while (now() < end) {
+	end = gp_now() + secs;
+	while (gp_now() < end) {
 		usleep(20000 + rnd(&seed) % 60000);
 		i = rnd(&seed) % WORKERS;
 		kill(sh->w[i].pid, SIGKILL);
@@ -395,10 +387,10 @@ TEST_F_TIMEOUT(many, sixty_four_processes, 600)
 
 	/* Everyone leaves: nothing hangs, the pool is whole. */
 	atomic_store(&sh->phase, EXIT);
-	end = now() + 60;
+	end = gp_now() + 60;
 	for (i = 0; i < WORKERS; i++) {
 		while (!(pid = waitpid(sh->w[i].pid, &status, WNOHANG)) &&
-		       now() < end)
+		       gp_now() < end)
 			usleep(10000);
 		if (pid != sh->w[i].pid) {
 			TH_LOG("worker %u (pid %d) hung", i, sh->w[i].pid);

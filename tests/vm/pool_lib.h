@@ -239,6 +239,15 @@ static inline long long gp_free_bytes(void)
 	return pages * 4096;
 }
 
+/* Seconds on the monotonic clock. */
+static inline double gp_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* Does every byte of [p, p + len) equal c? */
 static inline int gp_all_bytes(const void *p, size_t len, unsigned char c)
 {

@@ -141,25 +141,17 @@ struct churn {
 	atomic_ullong frees;
 };
 
-static double secs_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int churn(void *arg)
 {
 	struct churn *ch = arg;
-	double end = secs_now() + CHURN_SECS;
+	double end = gp_now() + CHURN_SECS;
 	uint64_t h[CHURN_BATCH];
 	int fd = gp_open_dev(), i, n;
 
 	if (fd < 0)
 		return 30;
 	atomic_fetch_add(&ch->started, 1);
-	while (!atomic_load(&ch->stop) && secs_now() < end) {
+	while (!atomic_load(&ch->stop) && gp_now() < end) {
 		for (n = 0; n < CHURN_BATCH; n++) {
 			h[n] = gp_alloc(fd, 4096);
 			if (!h[n])
