@@ -348,9 +348,12 @@ int main(int argc, char **argv)
 		printf("checksum: ok\n");
 	if (cuda.dev)
 		cuda.free_(cuda.dev);
+	/* After gp_close, so that the pool shows what the loader gave back
+	 * (everything), not this process still holding the device open.
+	 */
+	gp_close(ctx);
 	if (info.backend == GP_BACKEND_KERNEL)
 		run_ctl_stat();
-	gp_close(ctx);
 	free(pixels);
 	for (i = 0; i < files.n; i++)
 		free(files.path[i]);

@@ -148,9 +148,11 @@ def main():
         print("throughput: %.1f batches/s, %.2f GB/s"
               % (a.batches / el, a.batches * a.batch_size / el / 1e9))
         print("checksum: %s" % ("ok" if not bad else "%d BAD" % bad))
-        if info["backend"] == "kernel" and ctl_path():
-            sys.stdout.flush()
-            subprocess.run([ctl_path(), "stat"])
+    # After the pool is closed, so that the pool shows what the loader gave
+    # back (everything), not this process still holding the device open.
+    if info["backend"] == "kernel" and ctl_path():
+        sys.stdout.flush()
+        subprocess.run([ctl_path(), "stat"])
     return 1 if bad else 0
 
 
