@@ -62,8 +62,17 @@ static struct {
 	char violation[256];
 } S = { .devices = 1, .mem_total = 1ull << 30, .bus_id = "0000:00:00.0" };
 
-static __thread int cdd_cur_dev;
-static __thread cudaError_t cdd_last;
+/* Initial-exec: the double is dlopen()ed, and dynamic TLS would go through
+ * __tls_get_addr.  Under gcc 12's ThreadSanitizer that path guesses a
+ * block's bounds from a "glibc 2.19 header" whenever the block starts 16
+ * bytes into a page; glibc 2.36 has no such header, TSan reads garbage and
+ * dies trying to map terabytes of shadow ("ThreadSanitizer failed to
+ * allocate 0x1ec2... bytes", tests/tsan, about one run in five).  Eight
+ * bytes fit in the static TLS that glibc keeps for dlopen()ed libraries.
+ */
+#define CDD_TLS __thread __attribute__((tls_model("initial-exec")))
+static CDD_TLS int cdd_cur_dev;
+static CDD_TLS cudaError_t cdd_last;
 
 static void cdd_violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void cdd_violation(const char *fmt, ...)

@@ -549,6 +549,15 @@ TSAN_TEST(load)
 	sum.allocs = sum.frees = 1;
 	for (i = 0; rt.devices && i < NSTREAMS; i++)
 		ASSERT_EQ(0, rt.StreamCreate(&streams[i]));
+	if (rt.devices) {
+		/* Device 0's pool exists before the threads start, so that
+		 * every snapshot_op() sees it (a thread whose first call was
+		 * a snapshot saw "devices":[] now and then).
+		 */
+		ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 256, NULL, &p));
+		ASSERT_EQ(0, gp_dev_free(ctx, p, NULL));
+		sum.dev_allocs = sum.dev_frees = 1;
+	}
 
 	w = calloc(n, sizeof(*w));
 	ASSERT_NE(NULL, w);
