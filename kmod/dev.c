@@ -125,6 +125,8 @@ static long gp_ioctl_alloc(struct gp_file *f, void __user *uarg)
 	}
 
 	ret = gp_holder_charge(f->holder, PAGE_ALIGN(a.size));
+	if (ret == -ENOMEM)	/* more than anyone can hold */
+		gp_pool_count_failure(strict ? a.node : numa_node_id());
 	if (ret)
 		return ret;
 	ret = gp_pool_alloc(a.size, strict ? a.node : numa_node_id(), strict,
@@ -134,14 +136,17 @@ static long gp_ioctl_alloc(struct gp_file *f, void __user *uarg)
 		return ret;
 	}
 
+	/* Read c before it is in the table: from then on a FREE of a guessed
+	 * handle, on another thread, may drop the only reference.
+	 */
+	a.chunk_size = c->size;
+	a.chunk_node = c->node->nid;
 	ret = xa_alloc_cyclic(&f->chunks, &id, c, XA_LIMIT(1, GP_MAX_ID),
 			      &f->next_id, GFP_KERNEL);
 	if (ret < 0)
 		goto out_put_chunk;
 
 	a.handle = (u64)id << PAGE_SHIFT;
-	a.chunk_size = c->size;
-	a.chunk_node = c->node->nid;
 	if (copy_to_user(uarg, &a, sizeof(a))) {
 		ret = -EFAULT;
 		goto out_erase;

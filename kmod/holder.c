@@ -85,7 +85,9 @@ int gp_holder_charge(struct gp_holder *h, u64 bytes)
 	int ret = 0;
 
 	spin_lock(&h->lock);
-	if (limit && (bytes > limit || h->bytes > limit - bytes)) {
+	if (bytes > U64_MAX - h->bytes) {
+		ret = -ENOMEM;		/* no pool holds that much */
+	} else if (limit && (bytes > limit || h->bytes > limit - bytes)) {
 		ret = -EDQUOT;
 	} else {
 		h->bytes += bytes;
@@ -93,7 +95,7 @@ int gp_holder_charge(struct gp_holder *h, u64 bytes)
 	}
 	spin_unlock(&h->lock);
 
-	if (ret) {
+	if (ret == -EDQUOT) {
 		gp_pool_count_limit_denial();
 		pr_info_ratelimited("pid %d (%s): allocation of %llu kB refused: it would exceed per_process_limit=%llu kB (holds %llu kB)\n",
 				    pid_nr(h->tgid), h->comm, bytes >> 10,
@@ -129,8 +131,16 @@ void gp_holder_show(struct seq_file *m, bool all, kuid_t uid)
 		bytes = h->bytes;
 		chunks = h->chunks;
 		spin_unlock(&h->lock);
-		seq_printf(m, "Holder: %d %llu %llu %s\n", pid_vnr(h->tgid),
-			   bytes >> 10, chunks, h->comm);
+		/* 0 once the process is gone: its number may be another's. */
+		seq_printf(m, "Holder: %d %llu %llu ",
+			   pid_has_task(h->tgid, PIDTYPE_TGID) ?
+			   pid_vnr(h->tgid) : 0, bytes >> 10, chunks);
+		/* A command name is the process's to choose: a newline in it
+		 * would start a line of its making.  Octal escapes, as
+		 * /proc/mounts has for paths.
+		 */
+		seq_escape(m, h->comm, "\n\\");
+		seq_putc(m, '\n');
 	}
 	mutex_unlock(&gp_holders_lock);
 }

@@ -86,7 +86,10 @@ static int gp_node_grow(struct gp_node *n, u64 size, unsigned long seen_blocks)
 	top = bfc_free_at_top(n->bfc);
 	mutex_unlock(&n->lock);
 	size = PAGE_ALIGN(size);
-	need = DIV_ROUND_UP(size - min(top, size - 1), GP_BLOCK_SIZE);
+	/* Blocks for what the free top lacks; no DIV_ROUND_UP: size may be
+	 * within a block of U64_MAX, and n + GP_BLOCK_SIZE - 1 would wrap.
+	 */
+	need = (size - min(top, size - 1) - 1) / GP_BLOCK_SIZE + 1;
 	if (need > n->cap_blocks - have)
 		goto out_unlock;
 	want = clamp(n->next_grow_blocks, need, n->cap_blocks - have);
@@ -375,10 +378,13 @@ static void gp_quarantine(struct gp_node *n, struct gp_chunk *c)
 	list_add_tail(&c->link, &n->quarantine);
 	spin_unlock(&n->stat_lock);
 	wake_up_all(&n->zero_wait);
+	/* Not mod_delayed_work: that would push a pending recheck back, and
+	 * a chunk quarantined every GP_QUARANTINE_RECHECK would keep every
+	 * other quarantined chunk out of the pool for as long as it lasted.
+	 */
 	if (!READ_ONCE(gp_dying))
-		mod_delayed_work_on(WORK_CPU_UNBOUND, gp_wq,
-				    &n->quarantine_work,
-				    GP_QUARANTINE_RECHECK);
+		queue_delayed_work(gp_wq, &n->quarantine_work,
+				   GP_QUARANTINE_RECHECK);
 }
 
 static void gp_zero_fn(struct work_struct *work)

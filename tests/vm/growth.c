@@ -3,6 +3,7 @@
  * growth: with max_size above pool_size the pool grows when full (adding
  * regions that double, within the limit) and never beyond max_size;
  * without max_size it never grows.  pool_size=0 with max_size starts empty.
+ * A request no region could hold grows nothing.
  */
 #include "kselftest_harness.h"
 #include "pool_lib.h"
@@ -72,6 +73,53 @@ TEST(starts_empty)
 	ASSERT_EQ(0, gp_ioc(fd, GPUPOOL_IOC_VERSION, &v));
 	EXPECT_EQ(6 * MiB, v.pool_size);
 	close(fd);
+	EXPECT_EQ(0, gp_unload_wait(5000));
+}
+
+/* Another process takes 3 MiB of the 4 and passes the chunk on by fd, so
+ * that the caller below holds nothing (its charge cannot overflow).
+ */
+static int take_3m(void *arg)
+{
+	int sock = *(int *)arg, fd = gp_open_dev();
+	struct gpupool_export e;
+
+	memset(&e, 0, sizeof(e));
+	e.handle = gp_alloc(fd, 3 * MiB);
+	if (!e.handle || ioctl(fd, GPUPOOL_IOC_EXPORT, &e))
+		return 10;
+	return gp_send_fd(sock, (int)e.fd, NULL, 0, 0) ? 11 : 0;
+}
+
+/* A request within a block of U64_MAX, while the free top of the pool is
+ * under a block (2 MiB): it fails at once, with nothing grown.  Once, the
+ * blocks it needed were computed with DIV_ROUND_UP, which wrapped to 0,
+ * and the pool grew to max_size for a request that could never fit.
+ */
+TEST(huge_request_grows_nothing)
+{
+	struct gpupool_alloc a;
+	int sv[2], cfd, fd;
+
+	GP_REQUIRE();
+	ASSERT_EQ(0, gp_load_1("pool_size=4M max_size=64M"));
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM, 0, sv));
+	ASSERT_EQ(0, gp_run_child(take_3m, &sv[1]));
+	cfd = gp_recv_fd(sv[0], NULL, 0, MSG_DONTWAIT);
+	ASSERT_LE(0, cfd);			/* 1 MiB free, at the top */
+	fd = gp_open_dev();
+	ASSERT_LE(0, fd);
+	memset(&a, 0, sizeof(a));
+	a.size = ~0ull - 8191;			/* 0xffffffffffffe000 */
+	EXPECT_EQ(-1, ioctl(fd, GPUPOOL_IOC_ALLOC, &a));
+	EXPECT_EQ(ENOMEM, errno);
+	EXPECT_EQ(4 * MiB, gp_pool().total);
+	EXPECT_EQ(0, gp_pool().growths);
+	EXPECT_EQ(1, gp_pool().failed_allocs);
+	close(fd);
+	close(cfd);
+	close(sv[0]);
+	close(sv[1]);
 	EXPECT_EQ(0, gp_unload_wait(5000));
 }
 

@@ -179,6 +179,60 @@ TEST_F(pool, holders)
 	EXPECT_EQ(0, gp_run_child(unprivileged_view, &pid));
 }
 
+/* A process that allocates 64 KiB, passes the chunk on by fd and exits,
+ * under a command name with a newline in it.
+ */
+#define ODD_COMM	"x\nHolder: 7 1 1"	/* 15 characters: all of comm */
+
+static int odd_holder(void *arg)
+{
+	int sock = *(int *)arg, fd;
+	struct gpupool_export e;
+	uint64_t h;
+
+	if (prctl(PR_SET_NAME, ODD_COMM))
+		return 10;
+	fd = gp_open_dev();
+	if (fd < 0)
+		return 11;
+	h = gp_alloc(fd, 65536);
+	if (!h)
+		return 12;
+	memset(&e, 0, sizeof(e));
+	e.handle = h;
+	if (ioctl(fd, GPUPOOL_IOC_EXPORT, &e))
+		return 13;
+	return gp_send_fd(sock, (int)e.fd, NULL, 0, 0) ? 14 : 0;
+}
+
+/* Its holder line stays while the chunk lives, with pid 0 (the number may
+ * name another process by now) and the newline escaped, as in
+ * /proc/<pid>/status: no reader can be fed a line of the holder's making.
+ */
+TEST_F(pool, holder_exited_odd_comm)
+{
+	char text[65536], comm[16];
+	long long kb, chunks;
+	int sv[2], cfd;
+
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM, 0, sv));
+	ASSERT_EQ(0, gp_run_child(odd_holder, &sv[1]));
+	cfd = gp_recv_fd(sv[0], NULL, 0, MSG_DONTWAIT);
+	ASSERT_LE(0, cfd);
+	ASSERT_LT(0, gp_read_file(GP_PROC, text, sizeof(text)));
+	EXPECT_EQ(NULL, strstr(text, "\nHolder: 7 ")) TH_LOG("%s", text);
+	ASSERT_TRUE(find_holder(text, 0, &kb, &chunks, comm)) TH_LOG("%s", text);
+	EXPECT_EQ(64, kb);
+	EXPECT_EQ(1, chunks);
+	EXPECT_STREQ("x\\012Holder:", comm);
+	close(cfd);
+	EXPECT_EQ(0, gp_wait_quiet(20000, 1));
+	ASSERT_LT(0, gp_read_file(GP_PROC, text, sizeof(text)));
+	EXPECT_FALSE(find_holder(text, 0, &kb, &chunks, comm)) TH_LOG("%s", text);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 /* Bin lines: NodeNBinB: free_chunks free_kB in_use_chunks in_use_kB requested_kB */
 TEST_F(pool, bins_add_up)
 {
