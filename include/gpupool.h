@@ -73,11 +73,13 @@ struct gp_options {
 	uint64_t host_limit;		/* bytes mapped at most [no limit] */
 	uint64_t host_cache_max;	/* idle cached bytes kept at most [no cap] */
 	uint64_t host_gc_idle_ms;	/* release segments idle this long [never] */
-	uint64_t host_small_segment;	/* segment for requests <= 1 MiB [2 MiB] */
+	uint64_t host_small_segment;	/* segment for requests <= 1 MiB, at
+					 * least 1 MiB [2 MiB] */
 	/* Device side. */
 	uint64_t dev_limit;		/* bytes per device [none] */
 	double dev_limit_fraction;	/* of cudaMemGetInfo total, (0, 1] [none] */
-	uint64_t dev_initial_segment;	/* first segment size, a multiple of 256 [2 MiB] */
+	uint64_t dev_initial_segment;	/* first segment size, a multiple of 256,
+					 * at most 64 TiB [2 MiB] */
 	const char *cudart;		/* runtime path [$GPUPOOL_CUDART or
 					 * libcudart.so.13] (copied) */
 	uint64_t reserved[8];		/* must be 0 */
@@ -167,9 +169,11 @@ int gp_host_free(struct gp_ctx *ctx, void *ptr);
  * whose descriptor is to be passed on instead).
  */
 int gp_host_export(struct gp_ctx *ctx, void *ptr, int *fd);
-/* Map a buffer exported by gp_host_export() in any process (same backend).
- * fd stays owned by the caller.  *ptr (the same bytes) is owned by the caller
- * and released with gp_host_free(); *size (may be NULL) is its length.
+/* Map a buffer exported by gp_host_export() in any process (either backend
+ * imports either kind of descriptor).  fd stays owned by the caller.  *ptr
+ * (the same bytes) is owned by the caller and released with gp_host_free();
+ * *size (may be NULL) is its length.  It counts against host_limit like a
+ * segment: -ENOMEM when it does not fit even after releasing idle segments.
  */
 int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size);
 
@@ -206,9 +210,11 @@ int gp_host_stats(struct gp_ctx *ctx, struct gp_host_stats *stats);
 
 /* size bytes (rounded up to 256) of memory on CUDA device `device`, for use
  * on `stream`.  One pool per device; per stream inside it.  *ptr is owned by
- * the caller and released with gp_dev_free().  Errors: -ENODEV (CUDA off, or
- * no such device), -EINVAL (size 0), -ENOMEM (out of memory after releasing
- * cached segments; with GPUPOOL_DEBUG the memory map goes to stderr).
+ * the caller and released with gp_dev_free().  Errors: -ENODEV (CUDA off, no
+ * such device, or no host memory for the device's pool), -EINVAL (size 0),
+ * -ENOMEM (out of memory after releasing cached segments; with GPUPOOL_DEBUG
+ * the memory map goes to stderr), -EIO (cudaMalloc failed for a reason other
+ * than memory, e.g. a broken context: gp_last_error says which).
  */
 int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
 		 gp_stream_t stream, void **ptr);
@@ -219,7 +225,9 @@ int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
  * free stream) have completed.  -EINVAL for an unknown pointer.
  */
 int gp_dev_free(struct gp_ctx *ctx, void *ptr, gp_stream_t stream);
-/* Say that ptr is used on `stream` as well as on its allocation stream. */
+/* Say that ptr is used on `stream` as well as on its allocation stream.
+ * -EINVAL for an unknown pointer or one already freed.
+ */
 int gp_dev_record_stream(struct gp_ctx *ctx, void *ptr, gp_stream_t stream);
 /* Release every wholly free segment of `device` (-1: all) with cudaFree.
  * *released (may be NULL) receives the byte count.

@@ -39,7 +39,7 @@ static uint64_t gp_env_bytes(const char *name, double *fraction)
 	if (!v || !*v)
 		return 0;
 	d = strtod(v, &end);
-	if (end == v || d <= 0)
+	if (end == v || !(d > 0))	/* NaN too */
 		return 0;
 	if (fraction && d <= 1.0 && strchr(v, '.') && !*end) {
 		*fraction = d;
@@ -52,7 +52,8 @@ static uint64_t gp_env_bytes(const char *name, double *fraction)
 	case 't': case 'T': d *= 1024.0 * 1024 * 1024 * 1024; break;
 	default: break;
 	}
-	return (uint64_t)d;
+	/* Converting a double of 2^64 or more is undefined: no limit. */
+	return d < 18446744073709551616.0 ? (uint64_t)d : UINT64_MAX;
 }
 
 static int gp_apply_env(struct gp_ctx *ctx)
@@ -90,17 +91,19 @@ static int gp_check_options(const struct gp_options *o)
 		return gp_err(NULL, -EINVAL, "gp_open: unknown backend %d", o->backend);
 	if (o->numa_node < GP_NUMA_NEAR_GPU)
 		return gp_err(NULL, -EINVAL, "gp_open: bad numa_node %d", o->numa_node);
-	if (o->dev_limit_fraction < 0.0 || o->dev_limit_fraction > 1.0)
+	if (!(o->dev_limit_fraction >= 0.0 && o->dev_limit_fraction <= 1.0))
 		return gp_err(NULL, -EINVAL,
 			      "gp_open: dev_limit_fraction %g is not in (0, 1]",
 			      o->dev_limit_fraction);
 	if (o->host_small_segment &&
-	    o->host_small_segment < GP_HOST_SMALL_MAX)
+	    (o->host_small_segment < GP_HOST_SMALL_MAX ||
+	     o->host_small_segment > GP_SIZE_MAX))
 		return gp_err(NULL, -EINVAL,
-			      "gp_open: host_small_segment must be at least 1 MiB");
-	if (o->dev_initial_segment & (GP_DEV_GRAN - 1))
+			      "gp_open: host_small_segment must be at least 1 MiB and at most 2^62");
+	if ((o->dev_initial_segment & (GP_DEV_GRAN - 1)) ||
+	    o->dev_initial_segment > GP_DEV_MAX_SEG)
 		return gp_err(NULL, -EINVAL,
-			      "gp_open: dev_initial_segment must be a multiple of 256");
+			      "gp_open: dev_initial_segment must be a multiple of 256, at most 64 TiB");
 	if ((o->flags & GP_OPEN_REQUIRE_CUDA) && (o->flags & GP_OPEN_NO_CUDA))
 		return gp_err(NULL, -EINVAL,
 			      "gp_open: GP_OPEN_REQUIRE_CUDA with GP_OPEN_NO_CUDA");

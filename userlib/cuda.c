@@ -118,6 +118,7 @@ int gp_cuda_numa_node(struct gp_ctx *ctx, int device)
 		return -1;
 	e = ctx->cuda.cudaDeviceGetPCIBusId(bus, sizeof(bus), device);
 	if (e != cudaSuccess) {
+		ctx->cuda.cudaGetLastError();	/* ours, not the application's */
 		gp_debug(ctx, "cudaDeviceGetPCIBusId(%d): %s", device,
 			 gp_cuda_errstr(ctx, e));
 		return -1;
@@ -146,14 +147,18 @@ int gp_cuda_enter(struct gp_ctx *ctx, int device, int *saved)
 	cudaError_t e;
 
 	*saved = -1;
-	if (ctx->cuda.cudaGetDevice(saved) != cudaSuccess)
+	if (ctx->cuda.cudaGetDevice(saved) != cudaSuccess) {
+		ctx->cuda.cudaGetLastError();
 		*saved = -1;
+	}
 	if (*saved == device)
 		return 0;
 	e = ctx->cuda.cudaSetDevice(device);
-	if (e != cudaSuccess)
+	if (e != cudaSuccess) {
+		ctx->cuda.cudaGetLastError();	/* ours, not the application's */
 		return gp_err(ctx, -ENODEV, "cudaSetDevice(%d): %s", device,
 			      gp_cuda_errstr(ctx, e));
+	}
 	return 0;
 }
 
@@ -165,5 +170,6 @@ void gp_cuda_leave(struct gp_ctx *ctx, int saved)
 		return;
 	if (ctx->cuda.cudaGetDevice(&cur) == cudaSuccess && cur == saved)
 		return;
-	ctx->cuda.cudaSetDevice(saved);
+	if (ctx->cuda.cudaSetDevice(saved) != cudaSuccess)
+		ctx->cuda.cudaGetLastError();
 }

@@ -19,7 +19,6 @@
 
 #include "dev.h"
 
-#define GP_DEV_MAX_SEG	(1ull << 46)	/* doubling stops here */
 #define GP_DEV_SEG_CAP_DIV	8	/* and at 1/8 of the device (or limit) */
 
 static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
@@ -89,7 +88,12 @@ struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create)
 		if (!p->limit || f < p->limit)
 			p->limit = f;
 	}
-	p->limit &= ~(GP_DEV_GRAN - 1);
+	/* Down to the granularity, but a limit stays one: below 256 bytes
+	 * it is 256, not 0 (none).
+	 */
+	if (p->limit)
+		p->limit = p->limit < GP_DEV_GRAN ? GP_DEV_GRAN :
+			   p->limit & ~(GP_DEV_GRAN - 1);
 	p->st.limit = p->limit;
 	gp_debug(ctx, "device %d pool: %llu bytes total, limit %llu", device,
 		 (unsigned long long)p->total_mem, (unsigned long long)p->limit);
@@ -186,6 +190,7 @@ static int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 	void *base = NULL;
 	cudaError_t e;
 	int ret, saved;
+	uint32_t rid;
 
 	if (size > GP_SIZE_MAX)
 		return -ENOMEM;		/* rounded would have wrapped */
@@ -213,6 +218,16 @@ static int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 		if (e == cudaSuccess)
 			break;
 		ctx->cuda.cudaGetLastError();
+		if (e != cudaErrorMemoryAllocation) {
+			/* Not a shortage (a broken context, say): trying
+			 * smaller or dropping the cache would not help, and
+			 * ENOMEM would say the wrong thing.
+			 */
+			gp_cuda_leave(ctx, saved);
+			return gp_err(ctx, -EIO, "device %d: cudaMalloc(%llu): %s",
+				      p->device, (unsigned long long)bytes,
+				      gp_cuda_errstr(ctx, e));
+		}
 		p->st.malloc_refusals++;
 		gp_debug(ctx, "device %d: cudaMalloc(%llu) refused: %s", p->device,
 			 (unsigned long long)bytes, gp_cuda_errstr(ctx, e));
@@ -227,21 +242,21 @@ static int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 	}
 	gp_cuda_leave(ctx, saved);
 	p->st.cuda_mallocs++;
-	ret = bfc_add_region(ds->b, (uint64_t)(uintptr_t)base, bytes, NULL);
-	if (!ret)
+	/* Unlikely failures: host memory for metadata.  The segment goes
+	 * back at once, and only it (the pool's other free segments stay
+	 * cached).
+	 */
+	ret = bfc_add_region(ds->b, (uint64_t)(uintptr_t)base, bytes, &rid);
+	if (!ret) {
 		ret = gp_map_put(&ds->segs, (uint64_t)(uintptr_t)base,
 				 (void *)(uintptr_t)bytes);
+		if (ret)
+			bfc_remove_region(ds->b, rid, NULL, NULL);
+	}
 	if (ret) {
-		/* Unlikely: metadata.  The region may be in the core. */
-		struct gp_release_arg a = { ctx, p, ds };
-
-		p->st.reserved += bytes;
-		p->st.segments++;
-		if (bfc_remove_free_regions(ds->b, gp_dseg_release, &a) == 0) {
-			ctx->cuda.cudaFree(base);
-			p->st.reserved -= bytes;
-			p->st.segments--;
-		}
+		if (ctx->cuda.cudaFree(base) != cudaSuccess)
+			ctx->cuda.cudaGetLastError();
+		p->st.cuda_frees++;
 		return gp_err(ctx, -ENOMEM, "out of memory for pool metadata");
 	}
 	p->st.reserved += bytes;
@@ -266,33 +281,45 @@ static int gp_dpool_try(struct gp_dstream *ds, uint64_t size, bfc_handle_t *h,
 	return bfc_alloc(ds->b, size, h, addr) == 0 ? 0 : -ENOMEM;
 }
 
+/* A new segment for the stream, then the allocation from it. */
+static int gp_dpool_grow_try(struct gp_ctx *ctx, struct gp_dpool *p,
+			     struct gp_dstream *ds, uint64_t size,
+			     bfc_handle_t *h, uint64_t *addr)
+{
+	int ret = gp_dstream_extend(ctx, p, ds, size);
+
+	return ret ? ret : gp_dpool_try(ds, size, h, addr);
+}
+
+/* 0; -ENOMEM when nothing frees enough; -EIO when CUDA failed otherwise
+ * (gp_dstream_extend has set the message).
+ */
 static int gp_dpool_alloc(struct gp_ctx *ctx, struct gp_dpool *p,
 			  struct gp_dstream *ds, uint64_t size, bfc_handle_t *h,
 			  uint64_t *addr)
 {
+	int ret;
+
 	if (p->pending)
 		gp_pending_poll(ctx, p, false);
 	if (!gp_dpool_try(ds, size, h, addr))
 		return 0;
-	if (!gp_dstream_extend(ctx, p, ds, size) && !gp_dpool_try(ds, size, h, addr))
-		return 0;
+	ret = gp_dpool_grow_try(ctx, p, ds, size, h, addr);
+	if (ret != -ENOMEM)
+		return ret;
 	/* Nothing fits and no growth: give cached segments back, retry. */
 	if (gp_dpool_release_free(ctx, p, ds))
 		gp_debug(ctx, "device %d: released free segments to fit %llu",
 			 p->device, (unsigned long long)size);
-	if (!gp_dstream_extend(ctx, p, ds, size) && !gp_dpool_try(ds, size, h, addr))
+	ret = gp_dpool_grow_try(ctx, p, ds, size, h, addr);
+	if (ret != -ENOMEM || !p->pending)
+		return ret;
+	/* Last resort: wait for blocks freed behind events. */
+	gp_pending_poll(ctx, p, true);
+	if (!gp_dpool_try(ds, size, h, addr))
 		return 0;
-	if (p->pending) {
-		/* Last resort: wait for blocks freed behind events. */
-		gp_pending_poll(ctx, p, true);
-		if (!gp_dpool_try(ds, size, h, addr))
-			return 0;
-		gp_dpool_release_free(ctx, p, ds);
-		if (!gp_dstream_extend(ctx, p, ds, size) &&
-		    !gp_dpool_try(ds, size, h, addr))
-			return 0;
-	}
-	return -ENOMEM;
+	gp_dpool_release_free(ctx, p, ds);
+	return gp_dpool_grow_try(ctx, p, ds, size, h, addr);
 }
 
 GP_API int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
@@ -322,6 +349,8 @@ GP_API int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
 			goto out;
 	}
 	ret = gp_dpool_alloc(ctx, p, ds, size, &h, &addr);
+	if (ret == -EIO)
+		goto out;
 	if (ret) {
 		char a[32], b[32], c[32], d[32];
 
@@ -416,6 +445,7 @@ GP_API int gp_dev_free(struct gp_ctx *ctx, void *ptr, gp_stream_t stream)
 
 GP_API int gp_dev_record_stream(struct gp_ctx *ctx, void *ptr, gp_stream_t stream)
 {
+	struct bfc_chunk_info ci;
 	struct gp_dstream *ds;
 	struct gp_dpool *p;
 	bfc_handle_t h;
@@ -428,6 +458,12 @@ GP_API int gp_dev_record_stream(struct gp_ctx *ctx, void *ptr, gp_stream_t strea
 		return gp_err(ctx, -EINVAL,
 			      "gp_dev_record_stream: %p is not a device block of this context",
 			      ptr);
+	bfc_chunk_info(ds->b, h, &ci);
+	if (gp_block_pending(&ci)) {
+		pthread_mutex_unlock(&p->lock);
+		return gp_err(ctx, -EINVAL, "gp_dev_record_stream: %p was freed",
+			      ptr);
+	}
 	ret = gp_dstream_add_use(p, ds, h, stream);
 	pthread_mutex_unlock(&p->lock);
 	return ret ? gp_err(ctx, ret, "out of memory for stream uses") : 0;

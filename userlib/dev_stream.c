@@ -204,6 +204,12 @@ void gp_pending_poll(struct gp_ctx *ctx, struct gp_dpool *p, bool sync)
 			if (sync)
 				p->st.event_syncs++;
 			if (e == cudaErrorNotReady) {
+				/* Not an error; the runtime may still have
+				 * made it the thread's last error, which the
+				 * application's next cudaGetLastError() would
+				 * report.  Cleared, as PyTorch does.
+				 */
+				ctx->cuda.cudaGetLastError();
 				done = false;
 			} else if (e != cudaSuccess) {
 				/* A broken context: the stream will run no

@@ -206,7 +206,7 @@ static uint64_t gp_host_page(struct gp_ctx *ctx)
 /* Make room for `size` more bytes under host_limit, releasing idle
  * segments, oldest first.
  */
-static int gp_host_make_room(struct gp_ctx *ctx, uint64_t size)
+int gp_host_make_room(struct gp_ctx *ctx, uint64_t size)
 {
 	uint64_t limit = ctx->opt.host_limit;
 	char a[32], b[32], c[32];

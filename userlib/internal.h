@@ -44,6 +44,7 @@
  * can then overflow.  No machine has 2^62 bytes to pin.
  */
 #define GP_SIZE_MAX		(1ull << 62)
+#define GP_DEV_MAX_SEG		(1ull << 46)	/* device segments: doubling stops here */
 
 static inline uint64_t gp_round_up(uint64_t v, uint64_t a)
 {
@@ -174,6 +175,10 @@ void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg);
 int gp_seg_register(struct gp_ctx *ctx, struct gp_seg *seg);
 void gp_seg_unregister(struct gp_ctx *ctx, struct gp_seg *seg);
 void gp_seg_link(struct gp_ctx *ctx, struct gp_seg *seg);
+/* Room for size more bytes mapped under host_limit, releasing idle
+ * segments; -ENOMEM (message set) when even that is not enough.
+ */
+int gp_host_make_room(struct gp_ctx *ctx, uint64_t size);
 
 /* dev.c */
 void gp_dev_fini(struct gp_ctx *ctx);

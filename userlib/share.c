@@ -60,6 +60,10 @@ GP_API int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size)
 	ret = ctx->ops->import_fd(ctx, fd, seg);
 	if (ret)
 		goto out_free;
+	/* An import is mapped like a segment: host_limit counts it. */
+	ret = gp_host_make_room(ctx, seg->size);
+	if (ret)
+		goto out_unmap;
 	ret = gp_seg_register(ctx, seg);
 	if (ret)
 		goto out_unmap;

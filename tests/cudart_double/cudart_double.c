@@ -52,6 +52,8 @@ static struct {
 	size_t mem_total;
 	size_t fail_above;
 	int fail_register;
+	int fail_malloc_n;		/* cdd_fail_malloc_error */
+	cudaError_t fail_malloc_err;
 	int hold;
 	char bus_id[32];
 	struct cdd_reg *regs;
@@ -133,6 +135,13 @@ CDD_API void cdd_set_device_count(int n) { S.devices = n > CDD_MAX_DEV ? CDD_MAX
 CDD_API void cdd_set_mem_total(size_t bytes) { S.mem_total = bytes; }
 CDD_API void cdd_fail_malloc_above(size_t bytes) { S.fail_above = bytes; }
 CDD_API void cdd_fail_register(int n) { S.fail_register = n; }
+CDD_API void cdd_fail_malloc_error(int n, int err)
+{
+	pthread_mutex_lock(&cdd_lock);
+	S.fail_malloc_n = n;
+	S.fail_malloc_err = (cudaError_t)err;
+	pthread_mutex_unlock(&cdd_lock);
+}
 CDD_API void cdd_hold_events(int on) { S.hold = on; }
 CDD_API const char *cdd_last_violation(void) { return S.violation; }
 
@@ -342,6 +351,13 @@ CDD_API cudaError_t cudaMalloc(void **ptr, size_t size)
 
 	pthread_mutex_lock(&cdd_lock);
 	CDD_COUNT(CDD_MALLOC);
+	if (S.fail_malloc_n) {
+		cudaError_t e = S.fail_malloc_err;
+
+		S.fail_malloc_n--;
+		pthread_mutex_unlock(&cdd_lock);
+		return cdd_ret(e);
+	}
 	if (!size || (S.fail_above && size > S.fail_above) ||
 	    S.dev_bytes[d] + size > S.mem_total) {
 		S.c.malloc_refused++;
@@ -516,8 +532,12 @@ CDD_API cudaError_t cudaEventQuery(cudaEvent_t ev)
 	if (e)
 		ret = e->pending ? cudaErrorNotReady : cudaSuccess;
 	pthread_mutex_unlock(&cdd_lock);
-	/* cudaErrorNotReady is not sticky in the real runtime either. */
-	return ret == cudaErrorNotReady ? ret : cdd_ret(ret);
+	/* Recorded as the last error too, as the real runtime has done:
+	 * PyTorch's caching allocator clears it after a not-ready query
+	 * (pytorch#18584, #61554), or the application's next
+	 * cudaGetLastError() would report "device not ready".
+	 */
+	return cdd_ret(ret);
 }
 
 CDD_API cudaError_t cudaEventSynchronize(cudaEvent_t ev)

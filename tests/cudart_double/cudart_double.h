@@ -43,6 +43,10 @@ void cdd_set_device_count(int n);		/* 0: cudaErrorNoDevice */
 void cdd_set_mem_total(size_t bytes);		/* per device; cudaMalloc beyond fails */
 void cdd_fail_malloc_above(size_t bytes);	/* refuse larger requests; 0 = off */
 void cdd_fail_register(int n);			/* next n registrations fail; -1 all */
+/* The next n cudaMalloc calls fail with err (a cudaError_t other than out of
+ * memory, say cudaErrorIllegalAddress), which also becomes the last error.
+ */
+void cdd_fail_malloc_error(int n, int err);
 void cdd_hold_events(int on);			/* recorded events stay pending */
 void cdd_complete_events(void);			/* complete every pending event */
 void cdd_set_pci_bus_id(const char *id);

@@ -107,6 +107,38 @@ TEST(limit_fraction)
 	gp_close(ctx);
 }
 
+/* A limit below the granularity is 256 bytes, not "none"; a limit from the
+ * environment too large for 64 bits is none, without undefined behaviour.
+ */
+TEST(tiny_and_huge_limits)
+{
+	struct gp_dev_stats st;
+	struct gp_options o;
+	struct gp_ctx *ctx;
+	struct rt rt;
+	void *p, *q;
+
+	RT_SETUP(&rt);
+	NEED_DOUBLE(&rt);
+	gp_options_init(&o);
+	o.dev_limit = 1;
+	OPEN(&o, &ctx);
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 256, NULL, &p));
+	ASSERT_EQ(-ENOMEM, gp_dev_alloc(ctx, 0, 256, NULL, &q));
+	ASSERT_EQ(0, gp_dev_stats(ctx, 0, &st));
+	ASSERT_EQ(256, st.limit);
+	ASSERT_EQ(0, gp_dev_free(ctx, p, NULL));
+	gp_close(ctx);
+	setenv("GPUPOOL_DEV_LIMIT", "1e30", 1);
+	OPEN(NULL, &ctx);
+	unsetenv("GPUPOOL_DEV_LIMIT");
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 256, NULL, &p));
+	ASSERT_EQ(0, gp_dev_stats(ctx, 0, &st));
+	ASSERT_EQ(~255ull, st.limit);
+	ASSERT_EQ(0, gp_dev_free(ctx, p, NULL));
+	gp_close(ctx);
+}
+
 static int json_ok(const char *json)
 {
 	FILE *f = popen("/usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); "

@@ -177,6 +177,39 @@ TEST(empty_stream_pool_survives_oom)
 	rt.StreamDestroy(s2);
 }
 
+/* cudaMalloc failing for another reason than memory (a broken context):
+ * -EIO with CUDA's words, at the first refusal: no backing off, and the
+ * cached segments stay (giving them back would not help).
+ */
+TEST(malloc_error_is_not_oom)
+{
+	struct gp_dev_stats st;
+	struct gp_ctx *ctx;
+	struct rt rt;
+	void *p, *q;
+
+	RT_SETUP(&rt);
+	NEED_DOUBLE(&rt);
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 1000, NULL, &p));
+	ASSERT_EQ(0, gp_dev_free(ctx, p, NULL));	/* a cached segment */
+	rt.fail_malloc_error(1, 700);			/* cudaErrorIllegalAddress */
+	ASSERT_EQ(-EIO, gp_dev_alloc(ctx, 0, 100u << 20, NULL, &q));
+	EXPECT_NE(NULL, strstr(gp_last_error(ctx), "cudaMalloc")) TH_LOG("%s", gp_last_error(ctx));
+	ASSERT_EQ(0, gp_dev_stats(ctx, 0, &st));
+	EXPECT_EQ(1, st.segments);
+	EXPECT_EQ(0, st.backpedals);
+	EXPECT_EQ(0, st.ooms);
+	EXPECT_EQ(2, rt_counts(&rt).calls[CDD_MALLOC]);
+	/* Not left for the application's next cudaGetLastError(). */
+	EXPECT_EQ(0, rt.GetLastError());
+	/* The next call works. */
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 100u << 20, NULL, &q));
+	ASSERT_EQ(0, gp_dev_free(ctx, q, NULL));
+	gp_close(ctx);
+	ASSERT_EQ(0, rt_counts(&rt).dev_live);
+}
+
 TEST(trim)
 {
 	struct gp_dev_stats st;

@@ -77,6 +77,12 @@ TEST_F(streams, record_stream_waits_for_event)
 	ASSERT_EQ(0, gp_dev_alloc(self->ctx, 0, SZ, self->s2, &r));
 	ASSERT_NE(p, r);
 	ASSERT_EQ(-EINVAL, gp_dev_free(self->ctx, p, self->s1));	/* twice */
+	ASSERT_EQ(-EINVAL, gp_dev_record_stream(self->ctx, p, self->s1));
+	/* Those allocations found the event not ready; that answer is not
+	 * left for the application's next cudaGetLastError().
+	 */
+	ASSERT_LT(0, rt_counts(&self->rt).calls[CDD_EVENT_QUERY]);
+	ASSERT_EQ(0, self->rt.GetLastError());
 	/* The event completes: the next allocation on s1 finds it. */
 	self->rt.complete_events();
 	ASSERT_EQ(0, gp_dev_free(self->ctx, q, self->s1));

@@ -38,12 +38,14 @@ struct rt {
 	rt_err_t (*StreamCreate)(gp_stream_t *);
 	rt_err_t (*StreamDestroy)(gp_stream_t);
 	rt_err_t (*StreamSynchronize)(gp_stream_t);
+	rt_err_t (*GetLastError)(void);
 	/* The double's controls (NULL on the real runtime). */
 	void (*reset)(void);
 	void (*set_device_count)(int);
 	void (*set_mem_total)(size_t);
 	void (*fail_malloc_above)(size_t);
 	void (*fail_register)(int);
+	void (*fail_malloc_error)(int, int);
 	void (*hold_events)(int);
 	void (*complete_events)(void);
 	void (*set_pci_bus_id)(const char *);
@@ -83,12 +85,14 @@ static inline int rt_load(struct rt *rt)
 	RT_SYM(StreamCreate, "cudaStreamCreate");
 	RT_SYM(StreamDestroy, "cudaStreamDestroy");
 	RT_SYM(StreamSynchronize, "cudaStreamSynchronize");
+	RT_SYM(GetLastError, "cudaGetLastError");
 	rt->is_double = RT_SYM(reset, "cdd_reset") != NULL;
 	if (rt->is_double) {
 		RT_SYM(set_device_count, "cdd_set_device_count");
 		RT_SYM(set_mem_total, "cdd_set_mem_total");
 		RT_SYM(fail_malloc_above, "cdd_fail_malloc_above");
 		RT_SYM(fail_register, "cdd_fail_register");
+		RT_SYM(fail_malloc_error, "cdd_fail_malloc_error");
 		RT_SYM(hold_events, "cdd_hold_events");
 		RT_SYM(complete_events, "cdd_complete_events");
 		RT_SYM(set_pci_bus_id, "cdd_set_pci_bus_id");

@@ -120,4 +120,37 @@ TEST(limit)
 	gp_close(ctx);
 }
 
+/* An import is mapped too: host_limit counts it, and idle segments go to
+ * make room for it as for a new segment.
+ */
+TEST(limit_counts_imports)
+{
+	struct gp_host_stats st;
+	struct gp_options o;
+	struct gp_ctx *ex, *ctx;
+	void *big, *p, *q;
+	size_t n;
+	int fd;
+
+	OPEN(NULL, &ex);
+	ASSERT_EQ(0, gp_host_alloc(ex, 40 << 20, GP_HOST_SHARED, &big));
+	ASSERT_EQ(0, gp_host_export(ex, big, &fd));
+	gp_options_init(&o);
+	o.host_limit = 64 << 20;
+	OPEN(&o, &ctx);
+	ASSERT_EQ(0, gp_host_alloc(ctx, 30 << 20, 0, &p));
+	ASSERT_EQ(-ENOMEM, gp_host_import(ctx, fd, &q, &n));
+	ASSERT_NE(NULL, strstr(gp_last_error(ctx), "host_limit")) TH_LOG("%s", gp_last_error(ctx));
+	ASSERT_EQ(0, gp_host_free(ctx, p));	/* cached, idle: it can go */
+	ASSERT_EQ(0, gp_host_import(ctx, fd, &q, &n)) TH_LOG("%s", gp_last_error(ctx));
+	ASSERT_LE(40u << 20, n);
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	ASSERT_LE(st.reserved, 64 << 20);
+	ASSERT_EQ(0, gp_host_free(ctx, q));
+	gp_close(ctx);
+	close(fd);
+	ASSERT_EQ(0, gp_host_free(ex, big));
+	gp_close(ex);
+}
+
 TEST_HARNESS_MAIN

@@ -3,6 +3,8 @@
  * open_close: gp_open with defaults and options, gp_info, option checking,
  * the environment (GPUPOOL_BACKEND), the last-error string.
  */
+#include <math.h>
+
 #include "helpers.h"
 
 TEST(defaults)
@@ -61,6 +63,18 @@ TEST(bad_options)
 	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
 	gp_options_init(&o);
 	o.dev_limit_fraction = 1.5;
+	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
+	gp_options_init(&o);
+	o.dev_limit_fraction = NAN;
+	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
+	/* Sizes whose doubling or rounding would wrap (the first once
+	 * looped for ever in the first gp_dev_alloc, holding the pool lock).
+	 */
+	gp_options_init(&o);
+	o.dev_initial_segment = 1ull << 63;
+	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
+	gp_options_init(&o);
+	o.host_small_segment = ~0ull;
 	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
 	gp_options_init(&o);
 	o.reserved[3] = 1;
