@@ -66,7 +66,10 @@ static int gp_parse_size(const char *name, const char *s, u64 *out)
 	return 0;
 }
 
-/* The nodes to serve, from nodes= or every node with memory. */
+/* The nodes to serve, from nodes= or every node with memory the pool can
+ * take: N_NORMAL_MEMORY, not N_MEMORY (a node whose memory is all
+ * ZONE_MOVABLE, hot-plugged or CXL say, would reserve nothing).
+ */
 static int gp_pick_nodes(int *nids, unsigned int *nr)
 {
 	unsigned int i, j;
@@ -74,7 +77,7 @@ static int gp_pick_nodes(int *nids, unsigned int *nr)
 
 	if (!nr_nodes_param) {
 		*nr = 0;
-		for_each_node_state(nid, N_MEMORY) {
+		for_each_node_state(nid, N_NORMAL_MEMORY) {
 			if (nid >= GP_MAX_NID) {
 				pr_warn("node %d: beyond the ABI's %d nodes; not used\n",
 					nid, GP_MAX_NID);
@@ -87,8 +90,9 @@ static int gp_pick_nodes(int *nids, unsigned int *nr)
 
 	for (i = 0; i < nr_nodes_param; i++) {
 		nid = nodes[i];
-		if (nid < 0 || nid >= GP_MAX_NID || !node_state(nid, N_MEMORY)) {
-			pr_err("nodes: node %d has no memory (or does not exist)\n",
+		if (nid < 0 || nid >= GP_MAX_NID ||
+		    !node_state(nid, N_NORMAL_MEMORY)) {
+			pr_err("nodes: node %d has no memory the pool can use (or does not exist)\n",
 			       nid);
 			return -EINVAL;
 		}

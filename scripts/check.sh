@@ -108,6 +108,11 @@ for k in $kvers; do
 	"$top/vm/run-vm.sh" --kernel "$k" --name "numa-$k" --numa \
 		--ko "$O/kmod/$k/gpupool.ko" --tests "$O/tests/vm" --filter 'numa*' \
 		--build-dir "$O" --quiet || status=1
+	step "reservation and growth across 6 CPUs, half the memory ZONE_MOVABLE, on $k"
+	"$top/vm/run-vm.sh" --kernel "$k" --name "smp6-$k" --smp 6 \
+		--cmdline-extra "movablecore=50%" \
+		--ko "$O/kmod/$k/gpupool.ko" --tests "$O/tests/vm" \
+		--filter 'reserve,growth' --build-dir "$O" --quiet || status=1
 	step "libgpupool on the kernel backend, in the VM on $k"
 	"$top/vm/run-vm.sh" --kernel "$k" --name "lib-$k" \
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
