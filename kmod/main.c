@@ -12,6 +12,7 @@
 #include <linux/moduleparam.h>
 #include <linux/nodemask.h>
 #include <linux/stat.h>
+#include <linux/string.h>
 
 #include "gpupool.h"
 
@@ -52,18 +53,60 @@ MODULE_PARM_DESC(selftest,
 
 u64 gp_per_process_limit;
 
-/* A size parameter: a number with an optional K/M/G/T suffix, nothing else. */
+/* Sizes above this are refused: no machine has that much memory, and a
+ * node's block array (16 bytes per 2 MiB) must stay well inside what
+ * kvcalloc accepts (INT_MAX bytes, else it WARNs).
+ */
+#define GP_SIZE_PARAM_MAX	(64ULL << 40)
+
+/*
+ * A size parameter: decimal digits with an optional K/M/G/T suffix, nothing
+ * else, at most 64 TiB.  Not memparse(): it wraps silently (16E is 0, and
+ * max_size=0 means no growth).
+ */
 static int gp_parse_size(const char *name, const char *s, u64 *out)
 {
-	char *end;
+	size_t n = strspn(s, "0123456789");
+	unsigned int shift = 0;
+	char num[24];
+	u64 v;
 
-	*out = memparse(s, &end);
-	if (end == s || *end) {
-		pr_err("%s=%s: not a size (a number with an optional K, M, G or T suffix)\n",
-		       name, s);
+	if (!n || n >= sizeof(num))
+		goto bad;
+	memcpy(num, s, n);
+	num[n] = '\0';
+	if (kstrtoull(num, 10, &v))
+		goto bad;
+	switch (s[n]) {
+	case '\0':
+		break;
+	case 'k': case 'K':
+		shift = 10;
+		break;
+	case 'm': case 'M':
+		shift = 20;
+		break;
+	case 'g': case 'G':
+		shift = 30;
+		break;
+	case 't': case 'T':
+		shift = 40;
+		break;
+	default:
+		goto bad;
+	}
+	if (shift && s[n + 1])
+		goto bad;
+	if (v > GP_SIZE_PARAM_MAX >> shift) {
+		pr_err("%s=%s: more than 64 TiB\n", name, s);
 		return -EINVAL;
 	}
+	*out = v << shift;
 	return 0;
+bad:
+	pr_err("%s=%s: not a size (decimal digits with an optional K, M, G or T suffix)\n",
+	       name, s);
+	return -EINVAL;
 }
 
 /* The nodes to serve, from nodes= or every node with memory the pool can

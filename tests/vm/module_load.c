@@ -296,6 +296,14 @@ TEST(bad_params_refused)
 		"pool_size=16M max_size=8M",
 		"pool_size=16M dev_mode=01666",
 		"pool_size=16M nodes=63",
+		/* Once memparse()d: 16E wrapped to 0 (no growth), and a huge
+		 * max_size made kvcalloc WARN.
+		 */
+		"pool_size=16M max_size=16E",
+		"pool_size=16M max_size=65T",
+		"pool_size=16M max_size=99999999999999999999",
+		"pool_size=0x1000000",
+		"pool_size=16M per_process_limit=4GB",
 	};
 	unsigned int i;
 
