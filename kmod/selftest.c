@@ -62,7 +62,11 @@ static bool gp_st_in_region(u64 addr, u64 size)
 
 static int gp_st_alloc(struct gp_st *t)
 {
-	u64 size = (gp_st_rand(t) % (1ULL << (gp_st_rand(t) % 24))) + 1;
+	/* Two statements: the order of two calls in one expression is
+	 * unspecified, and a seed must replay the same sizes everywhere.
+	 */
+	unsigned int bits = gp_st_rand(t) % 24;
+	u64 size = (gp_st_rand(t) % (1ULL << bits)) + 1;
 	struct bfc_chunk_info ci;
 	struct gp_st_live *l;
 	bfc_handle_t h;
