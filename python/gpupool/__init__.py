@@ -37,8 +37,9 @@ class _Ctx:
 
 
 class Buffer:
-    """size bytes of pinned pool memory.  memoryview(buf) / buf.view() give
-    views; buf.numpy(...) and buf.torch(...) typed ones."""
+    """size bytes of pinned pool memory.  buf.view() gives a memoryview
+    (memoryview(buf) too, on Python 3.12 and later); buf.numpy(...) and
+    buf.torch(...) typed ones."""
 
     def __init__(self, ctx, ptr, size, shared, owned_size=None):
         self._ctx = ctx

@@ -62,9 +62,16 @@ class Batch:
         self.release()
 
 
-def _worker_main(conn, produce, batch_bytes, nslots, backend):
+def _worker_main(conn, produce, batch_bytes, nslots, backend, inherited):
     """Worker process: import the slots once, then serve tasks."""
     from . import Pool
+    # With fork, this process holds copies of the consumer's ends of every
+    # pipe made so far, its own included: closed, so that if the consumer
+    # dies, recv() below sees EOF and the worker exits (and lets go of the
+    # pool memory it maps) instead of waiting for ever.
+    for c in inherited:
+        c.close()
+    slot = index = -1
     try:
         fds = [reduction.recv_handle(conn) for _ in range(nslots)]
         with Pool(backend=backend, no_cuda=True) as pool:
@@ -79,15 +86,19 @@ def _worker_main(conn, produce, batch_bytes, nslots, backend):
                 view = bufs[slot].view()[:batch_bytes]
                 try:
                     meta = produce(index, view)
-                except Exception:
-                    conn.send(("error", index, traceback.format_exc()))
-                    break
                 finally:
                     view.release()
                 conn.send((slot, index, meta))
             bufs = None
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
         pass
+    except Exception:
+        # produce() failing, or anything else here (importing the slots,
+        # pickling the metadata): the consumer raises it with this text.
+        try:
+            conn.send(("error", index, traceback.format_exc(), slot))
+        except (OSError, EOFError):
+            pass
     finally:
         conn.close()
 
@@ -113,24 +124,27 @@ class Loader:
         self._busy = {}            # conn -> tasks in flight
         self._dead = set()         # conns whose worker is gone
         ctx = multiprocessing.get_context(start_method)
+        forked = ctx.get_start_method() == "fork"
         self._procs, self._conns = [], []
         try:
             for _ in range(self.num_workers):
                 parent, child = ctx.Pipe(duplex=True)
+                inherited = self._conns + [parent] if forked else []
                 p = ctx.Process(target=_worker_main, daemon=True,
                                 args=(child, produce, self.batch_bytes,
-                                      nslots, backend))
+                                      nslots, backend, inherited))
                 p.start()
                 child.close()
+                # Ours from here: close() stops it, whatever fails next.
+                self._procs.append(p)
+                self._conns.append(parent)
+                self._busy[parent] = 0
                 for buf in self._bufs:
                     fd = pool.export(buf)
                     try:
                         reduction.send_handle(parent, fd, p.pid)
                     finally:
                         os.close(fd)
-                self._procs.append(p)
-                self._conns.append(parent)
-                self._busy[parent] = 0
         except BaseException:
             self.close()
             raise
@@ -160,9 +174,35 @@ class Loader:
         self._free.append(slot)
         self._dispatch()
 
+    def _drain(self):
+        """Wait for the tasks a previous, abandoned batches() left in
+        flight and take their slots back, results unseen."""
+        self._limit = self._next_index      # dispatch nothing more
+        while True:
+            busy = [c for c in self._conns
+                    if self._busy[c] and c not in self._dead]
+            if not busy:
+                return
+            for conn in multiprocessing.connection.wait(busy):
+                try:
+                    msg = conn.recv()
+                except EOFError:
+                    self._dead.add(conn)
+                    continue
+                self._busy[conn] -= 1
+                if msg[0] == "error":
+                    self._dead.add(conn)    # it has exited
+                    if msg[3] >= 0:
+                        self._free.append(msg[3])
+                else:
+                    self._free.append(msg[0])
+
     def batches(self, count):
         """Yield `count` batches (indices 0..count-1, in completion order).
-        Each must be release()d to keep the ring turning."""
+        Each must be release()d to keep the ring turning.  A call after an
+        earlier one was abandoned (a break out of its loop) first waits for
+        the batches that one still had in production and discards them."""
+        self._drain()
         self._next_index, self._limit = 0, int(count)
         done = 0
         self._dispatch()
@@ -205,7 +245,12 @@ class Loader:
             conn.close()
         self._procs, self._conns = [], []
         for buf in self._bufs:
-            buf.free()
+            try:
+                buf.free()
+            except BufferError:
+                # A view of a batch (a numpy array, say) still uses this
+                # slot: it goes back to the pool when the last view goes.
+                pass
         self._bufs = []
 
     def __enter__(self):
