@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/gpupool.h>
@@ -103,6 +104,14 @@ static int read_pool(struct gpctl_pool *p)
 			buf = nb;
 		}
 	}
+	if (ferror(f)) {	/* not a format problem: say what it was */
+		ret = errno;
+		fclose(f);
+		free(buf);
+		fprintf(stderr, "gpupoolctl: reading %s: %s\n", proc_path,
+			strerror(ret));
+		return EX_FAIL;
+	}
 	fclose(f);
 	if (!buf) {
 		fprintf(stderr, "gpupoolctl: out of memory\n");
@@ -150,7 +159,12 @@ static const char *fmt_size(char *buf, size_t len, uint64_t bytes, char unit)
 	return buf;
 }
 
-/* A JSON string (command names may hold anything). */
+/*
+ * A JSON string.  Command names may hold any byte: controls and every byte
+ * above 0x7f (a name the kernel cut at 15 bytes may end inside a UTF-8
+ * character) are written as \u00XX, so the output is valid JSON (ASCII)
+ * whatever the name.
+ */
 static void json_str(const char *s)
 {
 	putchar('"');
@@ -159,8 +173,48 @@ static void json_str(const char *s)
 
 		if (c == '"' || c == '\\')
 			printf("\\%c", c);
-		else if (c < 0x20)
+		else if (c < 0x20 || c > 0x7e)
 			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/*
+ * A command name for a terminal: printable ASCII as it is, any other byte
+ * (escape sequences, carriage returns, C1 controls) and the backslash as
+ * \ooo, as the module writes them.  Any user names its own processes, and
+ * root's `top` shows them all.
+ */
+static void text_name(const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c >= 0x20 && c <= 0x7e && c != '\\')
+			putchar(c);
+		else
+			printf("\\%03o", c);
+	}
+}
+
+/* A Prometheus label value: only \\, \" and \n are escapes there, and the
+ * text must be UTF-8; other bytes outside printable ASCII become the text
+ * \ooo (an escaped backslash, then the octal digits).
+ */
+static void prom_label(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c == '\n')
+			printf("\\n");
+		else if (c < 0x20 || c > 0x7e)
+			printf("\\\\%03o", c);
 		else
 			putchar(c);
 	}
@@ -319,7 +373,10 @@ static bool wait_for_quit(double delay)
 	if (stop)
 		return true;
 	if (!tty_raw) {
-		usleep((useconds_t)(delay * 1e6));
+		struct timespec ts = { .tv_sec = (time_t)delay };
+
+		ts.tv_nsec = (long)((delay - (double)ts.tv_sec) * 1e9);
+		nanosleep(&ts, NULL);	/* a signal cuts it short: fine */
 		return stop;
 	}
 	if (poll(&pfd, 1, (int)(delay * 1000)) > 0 &&
@@ -356,11 +413,12 @@ static int top_once(const struct opts *o, bool screen)
 			const struct gpctl_holder *h = &p.holders[i];
 			uint64_t total = gpctl_value(&p, "PoolTotal");
 
-			printf("%8lld %12s %8llu %5.1f%%  %s\n", (long long)h->pid,
+			printf("%8lld %12s %8llu %5.1f%%  ", (long long)h->pid,
 			       fmt_size(b1, sizeof(b1), h->bytes, o->unit),
 			       (unsigned long long)h->chunks,
-			       total ? 100.0 * (double)h->bytes / (double)total : 0.0,
-			       h->comm);
+			       total ? 100.0 * (double)h->bytes / (double)total : 0.0);
+			text_name(h->comm);
+			putchar('\n');
 		}
 	}
 	fflush(stdout);
@@ -511,9 +569,27 @@ static int cmd_prometheus(void)
 	printf("# HELP gpupool_holder_bytes Bytes counting against each holder process.\n"
 	       "# TYPE gpupool_holder_bytes gauge\n");
 	for (i = 0; i < p.nr_holders; i++) {
-		printf("gpupool_holder_bytes{pid=\"%lld\",comm=", (long long)p.holders[i].pid);
-		json_str(p.holders[i].comm);	/* same escaping rules */
-		printf("} %llu\n", (unsigned long long)p.holders[i].bytes);
+		const struct gpctl_holder *h = &p.holders[i];
+		uint64_t bytes = 0;
+		size_t j;
+
+		/* One series per label set: exited holders all have pid 0,
+		 * and two of them may share a name.  The first of each set
+		 * prints the sum.
+		 */
+		for (j = 0; j < i; j++)
+			if (p.holders[j].pid == h->pid &&
+			    !strcmp(p.holders[j].comm, h->comm))
+				break;
+		if (j < i)
+			continue;
+		for (j = i; j < p.nr_holders; j++)
+			if (p.holders[j].pid == h->pid &&
+			    !strcmp(p.holders[j].comm, h->comm))
+				bytes += p.holders[j].bytes;
+		printf("gpupool_holder_bytes{pid=\"%lld\",comm=", (long long)h->pid);
+		prom_label(h->comm);
+		printf("} %llu\n", (unsigned long long)bytes);
 	}
 	gpctl_pool_free(&p);
 	return EX_OK;
@@ -586,7 +662,7 @@ static void usage(FILE *out)
 		"             4 no access to /dev/gpupool, 5 ABI mismatch\n");
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
 	struct opts o = { .unit = 'h', .delay = 2.0 };
 	const char *cmd = NULL;
@@ -645,4 +721,18 @@ int main(int argc, char **argv)
 	fprintf(stderr, "gpupoolctl: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return EX_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	int ret = run(argc, argv);
+
+	/* A full disk under `gpupoolctl prometheus > file` is a failure. */
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "gpupoolctl: writing the output: %s\n",
+			strerror(errno));
+		if (ret == EX_OK)
+			ret = EX_FAIL;
+	}
+	return ret;
 }

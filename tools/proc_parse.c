@@ -83,10 +83,19 @@ static int parse_holder(const char *s, const char *end, struct gpctl_pool *p)
 		return -EINVAL;
 	if (s < end)
 		s++;
-	n = (size_t)(end - s);
-	if (n >= sizeof(h.comm))
-		n = sizeof(h.comm) - 1;
-	memcpy(h.comm, s, n);
+	/* The module writes a newline or backslash in a name as \ooo: back
+	 * to the byte, so that h.comm is the name itself.
+	 */
+	for (n = 0; s < end && n < sizeof(h.comm) - 1; n++) {
+		if (*s == '\\' && end - s >= 4 && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			h.comm[n] = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
+					   (s[3] - '0'));
+			s += 4;
+		} else {
+			h.comm[n] = *s++;
+		}
+	}
 	h.pid = (int64_t)pid;
 	h.bytes = kb << 10;
 	return push((void **)&p->holders, &p->nr_holders, sizeof(h), &h);

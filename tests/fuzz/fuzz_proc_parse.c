@@ -92,10 +92,20 @@ static char *write_out(const struct gpctl_pool *p, size_t *len)
 						     x->value),
 				x->unit ? unit[(int)x->unit] : "");
 	}
-	for (i = 0; i < p->nr_holders; i++)
-		fprintf(f, "Holder: %lld %llu %llu %s\n", (long long)p->holders[i].pid,
+	for (i = 0; i < p->nr_holders; i++) {
+		const char *c;
+
+		fprintf(f, "Holder: %lld %llu %llu ", (long long)p->holders[i].pid,
 			(unsigned long long)(p->holders[i].bytes >> 10),
-			(unsigned long long)p->holders[i].chunks, p->holders[i].comm);
+			(unsigned long long)p->holders[i].chunks);
+		/* As the module escapes a name (the parser decodes it). */
+		for (c = p->holders[i].comm; *c; c++)
+			if (*c == '\n' || *c == '\\')
+				fprintf(f, "\\%03o", (unsigned char)*c);
+			else
+				fputc(*c, f);
+		fputc('\n', f);
+	}
 	for (i = 0; i < p->nr_maps; i++)
 		fprintf(f, "Node%dMap: %s\n", p->maps[i].node, p->maps[i].cells);
 	FZ_ASSERT(!fclose(f), "fclose of a memstream");

@@ -215,6 +215,108 @@ TEST(map_and_prometheus)
 	free(out);
 }
 
+/*
+ * Holder names are any process's to choose.  The fixture plus five holders
+ * as the module writes them (newline and backslash as \ooo, anything else
+ * raw): none of it reaches a terminal raw, the JSON stays valid, the
+ * Prometheus text stays parseable with one series per label set.
+ */
+static const char *const odd_holders =
+	"Holder: 0 1024 1 a\033[2Jb\n"
+	"Holder: 0 2048 1 x\\012Holder: 7 1 1\n"
+	"Holder: 0 512 1 x\\012Holder: 7 1 1\n"
+	"Holder: 5 256 1 caf\303\n"
+	"Holder: 6 256 1 tab\there\\134\n";
+
+static void write_odd_fixture(char *path)
+{
+	size_t len, at;
+	char *text = slurp(FIXTURE_FILE, &len), *after;
+	FILE *f;
+	int fd;
+
+	fd = mkstemp(path);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!text || !f)
+		abort();
+	/* After the fixture's last holder line. */
+	after = strstr(text, "Holder: 77");
+	at = after ? (size_t)(strchr(after, '\n') + 1 - text) : len;
+	fwrite(text, 1, at, f);
+	fputs(odd_holders, f);
+	fwrite(text + at, 1, len - at, f);
+	fclose(f);
+	free(text);
+}
+
+static int is_json(const char *out)
+{
+	FILE *p = popen("python3 -c 'import json,sys; json.loads(sys.stdin.buffer.read().decode())'", "w");
+
+	if (!p)
+		return 0;
+	fputs(out, p);
+	return pclose(p) == 0;
+}
+
+TEST(hostile_holder_names)
+{
+	char path[] = "/tmp/gpctl-odd-XXXXXX", *out, *text;
+	struct gpctl_pool p;
+	int code = -1;
+	size_t i, len;
+
+	write_odd_fixture(path);
+	text = slurp(path, &len);
+	ASSERT_EQ(0, gpctl_parse_proc(text, len, &p));
+	ASSERT_EQ(7, p.nr_holders);
+	EXPECT_STREQ("x\nHolder: 7 1 1", p.holders[3].comm);
+	EXPECT_STREQ("tab\there\\", p.holders[6].comm);
+	gpctl_pool_free(&p);
+	free(text);
+
+	out = ctl(path, "top -n 1 -b", &code);
+	EXPECT_EQ(0, code);
+	EXPECT_EQ(NULL, strchr(out, '\033')) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strchr(out, '\t'));
+	EXPECT_NE(NULL, strstr(out, "  a\\033[2Jb\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "  x\\012Holder: 7 1 1\n"));
+	EXPECT_NE(NULL, strstr(out, "  caf\\303\n"));
+	EXPECT_NE(NULL, strstr(out, "  tab\\011here\\134\n"));
+	free(out);
+
+	out = ctl(path, "stat --json", &code);
+	EXPECT_EQ(0, code);
+	EXPECT_TRUE(is_json(out)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"comm\": \"x\\u000aHolder: 7 1 1\"")) TH_LOG("%s", out);
+	free(out);
+
+	out = ctl(path, "prometheus", &code);
+	EXPECT_EQ(0, code);
+	for (i = 0; out[i]; i++)
+		if ((unsigned char)out[i] > 0x7e || (out[i] < 0x20 && out[i] != '\n'))
+			break;
+	EXPECT_EQ(strlen(out), i) TH_LOG("byte %#x at %zu", (unsigned char)out[i], i);
+	/* The two exited "x\nHolder..." holders: one series, their sum. */
+	EXPECT_NE(NULL, strstr(out, "gpupool_holder_bytes{pid=\"0\",comm=\"x\\nHolder: 7 1 1\"} 2621440\n")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(strstr(out, "comm=\"x\\nHolder") + 1, "comm=\"x\\nHolder"));
+	EXPECT_NE(NULL, strstr(out, "comm=\"tab\\\\011here\\\\\"} 262144\n")) TH_LOG("%s", out);
+	free(out);
+	unlink(path);
+}
+
+/* A read error is not "a format this gpupoolctl does not know". */
+TEST(read_error_is_not_a_format_error)
+{
+	int code = -1;
+	char *out = ctl("/proc/self/mem", "stat", &code);
+
+	EXPECT_EQ(1, code) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "reading /proc/self/mem")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "upgrade"));
+	free(out);
+}
+
 TEST(errors_say_what_to_do)
 {
 	int code = -1;
