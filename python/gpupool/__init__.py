@@ -9,6 +9,7 @@ Buffer.free() does it at once, and refuses (BufferError) while a view still
 exists. See python/README.md.
 """
 import ctypes
+import os
 import threading
 import weakref
 
@@ -33,7 +34,18 @@ class _Ctx:
         check(lib.gp_open(ctypes.byref(opts), ctypes.byref(handle)), None,
               "gp_open")
         self.handle = handle.value
-        self._finalizer = weakref.finalize(self, lib.gp_close, self.handle)
+        # A fork()ed child inherits this object, and its finalizers run at
+        # the child's exit: the context is the parent's, and on the kernel
+        # backend its file is shared, so closing it there would free the
+        # parent's chunks.  Only the process that opened it closes it.
+        self.pid = os.getpid()
+        self._finalizer = weakref.finalize(self, _Ctx._close, self.handle,
+                                           self.pid)
+
+    @staticmethod
+    def _close(handle, pid):
+        if os.getpid() == pid:
+            lib.gp_close(handle)
 
 
 class Buffer:
@@ -55,7 +67,8 @@ class Buffer:
 
     @staticmethod
     def _release(ctx, ptr):
-        lib.gp_host_free(ctx.handle, ptr)
+        if os.getpid() == ctx.pid:     # not in a fork()ed child: see _Ctx
+            lib.gp_host_free(ctx.handle, ptr)
 
     def _live(self):
         if self._arr is None:

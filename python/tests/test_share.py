@@ -1,6 +1,8 @@
 """Sharing buffers with other processes: fds over a pipe (fork and spawn)."""
 import multiprocessing
 import os
+import subprocess
+import sys
 import unittest
 from multiprocessing import reduction
 
@@ -46,6 +48,31 @@ class ShareTest(unittest.TestCase):
 
     def test_spawn(self):
         self.roundtrip("spawn")
+
+    def test_fork_child_exit_leaves_the_parent_alone(self):
+        # A child of os.fork() that exits normally runs the finalizers it
+        # inherited.  They once closed the parent's context there, which
+        # on the kernel backend freed the parent's chunks through the
+        # shared file: the parent's own free then failed (its handle was
+        # gone), which GPUPOOL_DEBUG reports.
+        code = (
+            "import gc, os, sys, gpupool\n"
+            "pool = gpupool.Pool()\n"
+            "buf = pool.buffer(8 << 20)\n"
+            "buf.view()[:3] = b'abc'\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    sys.exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "assert bytes(buf.view()[:3]) == b'abc'\n"
+            "buf.free()\n"
+            "print(pool.info()['backend'])\n")
+        env = dict(os.environ, GPUPOOL_DEBUG="1")
+        env["PYTHONPATH"] = os.path.dirname(os.path.dirname(gpupool.__file__))
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                           text=True, env=env, timeout=60)
+        self.assertEqual(0, r.returncode, r.stderr)
+        self.assertNotIn("GPUPOOL_IOC_FREE", r.stderr)
 
     def test_imported_size(self):
         with gpupool.Pool() as pool:
