@@ -18,7 +18,8 @@
  * on an LRU list and go back to the system (cudaHostUnregister, then unmap)
  * on gp_host_trim(), when idle bytes exceed host_cache_max (oldest first),
  * when one has been idle for host_gc_idle_ms (checked on every free and on
- * every growth), and when a new segment would exceed host_limit.
+ * every growth), when a new segment would exceed host_limit, and all of
+ * them when the system refuses a new segment (then it is tried once more).
  *
  * One mutex (host_lock) covers all of it; the fast path (a block from a
  * cached segment) makes no system call.
@@ -225,6 +226,30 @@ int gp_host_make_room(struct gp_ctx *ctx, uint64_t size)
 		      gp_fmt_bytes(c, sizeof(c), ctx->hst.reserved));
 }
 
+/*
+ * The system refused a segment (RLIMIT_MEMLOCK, the module's
+ * per_process_limit, a full module pool): give back every idle segment, so
+ * that one retry can use what they held.  False when there was none.
+ */
+static bool gp_host_release_idle(struct gp_ctx *ctx)
+{
+	if (!ctx->idle_head)
+		return false;
+	gp_debug(ctx, "segment refused: releasing %llu idle bytes and retrying",
+		 (unsigned long long)ctx->idle_bytes);
+	while (ctx->idle_head)
+		gp_release_idle_seg(ctx, ctx->idle_head);
+	return true;
+}
+
+/* Worth retrying after gp_host_release_idle(): not CUDA's refusal (-EIO)
+ * nor a bad argument.
+ */
+static bool gp_host_refused(int ret)
+{
+	return ret && ret != -EIO && ret != -EINVAL;
+}
+
 /* Add a segment able to hold `size` to pool `kind`. */
 static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
 {
@@ -252,6 +277,8 @@ static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
 			 (unsigned long long)want, (unsigned long long)least);
 		ret = gp_seg_create(ctx, want = least, kind, false, &seg);
 	}
+	if (gp_host_refused(ret) && gp_host_release_idle(ctx))
+		ret = gp_seg_create(ctx, want, kind, false, &seg);
 	if (ret)
 		return ret;
 	ret = bfc_add_region(hp->b, seg->addr, seg->size, &seg->region_id);
@@ -281,6 +308,8 @@ static int gp_host_alloc_own(struct gp_ctx *ctx, size_t size, void **ptr)
 	if (ret)
 		return ret;
 	ret = gp_seg_create(ctx, rounded, GP_SEG_OWN, true, &seg);
+	if (gp_host_refused(ret) && gp_host_release_idle(ctx))
+		ret = gp_seg_create(ctx, rounded, GP_SEG_OWN, true, &seg);
 	if (ret)
 		return ret;
 	if (gp_map_put(&ctx->own, seg->addr, seg)) {
@@ -395,6 +424,11 @@ GP_API int gp_host_free(struct gp_ctx *ctx, void *ptr)
 	gp_seg_destroy(ctx, seg);
 out:
 	ctx->hst.frees++;
+	/* host_gc_idle_ms is checked on every free, not only on those that
+	 * leave a segment idle (O(1) unless something is due).
+	 */
+	if (ctx->opt.host_gc_idle_ms && ctx->idle_head)
+		gp_host_gc(ctx);
 	pthread_mutex_unlock(&ctx->host_lock);
 	return ret;
 }

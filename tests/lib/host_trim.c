@@ -97,6 +97,32 @@ TEST(gc_idle)
 	gp_close(ctx);
 }
 
+/* Any free runs the collector, also one that leaves no segment idle (the
+ * small segment here still holds r).
+ */
+TEST(gc_idle_on_any_free)
+{
+	struct gp_host_stats st;
+	struct gp_options o;
+	struct gp_ctx *ctx;
+	void *p, *q, *r;
+
+	gp_options_init(&o);
+	o.host_gc_idle_ms = 20;
+	OPEN(&o, &ctx);
+	ASSERT_EQ(0, gp_host_alloc(ctx, 30 << 20, 0, &p));
+	ASSERT_EQ(0, gp_host_alloc(ctx, 1000, 0, &q));
+	ASSERT_EQ(0, gp_host_alloc(ctx, 1000, 0, &r));
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	usleep(100 * 1000);
+	ASSERT_EQ(0, gp_host_free(ctx, q));
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	ASSERT_EQ(0, st.idle);
+	ASSERT_EQ(30 << 20, st.trimmed);
+	ASSERT_EQ(0, gp_host_free(ctx, r));
+	gp_close(ctx);
+}
+
 TEST(limit)
 {
 	struct gp_host_stats st;

@@ -54,4 +54,39 @@ TEST(over_limit)
 	gp_close(ctx);
 }
 
+/* When the limit refuses a new segment, the idle cached ones (pinned too)
+ * go back and the segment is tried once more: no false out-of-memory while
+ * cached memory could serve.
+ */
+TEST(refusal_releases_the_idle_cache)
+{
+	/* 8 MiB: what an unprivileged hard limit here allows (no raising it
+	 * without CAP_SYS_RESOURCE).
+	 */
+	struct rlimit rl = { 8 << 20, 8 << 20 };
+	struct gp_host_stats st;
+	struct gp_ctx *ctx;
+	void *p, *q;
+
+	ASSERT_EQ(0, drop_ipc_lock());
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	OPEN(NULL, &ctx);
+	if (!on_user_backend(ctx)) {
+		gp_close(ctx);
+		SKIP(return, "RLIMIT_MEMLOCK applies to the user backend only");
+	}
+	ASSERT_EQ(0, gp_host_alloc(ctx, 5 << 20, 0, &p)) TH_LOG("%s", gp_last_error(ctx));
+	ASSERT_EQ(0, gp_host_free(ctx, p));		/* 5 MiB idle, pinned */
+	ASSERT_EQ(0, gp_host_alloc(ctx, 6 << 20, 0, &q)) TH_LOG("%s", gp_last_error(ctx));
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	ASSERT_EQ(5 << 20, st.trimmed);
+	ASSERT_EQ(0, gp_host_free(ctx, q));		/* 6 MiB idle now */
+	ASSERT_EQ(0, gp_host_alloc(ctx, 4 << 20, GP_HOST_SHARED, &p))
+		TH_LOG("%s", gp_last_error(ctx));
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	ASSERT_EQ(11 << 20, st.trimmed);
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	gp_close(ctx);
+}
+
 TEST_HARNESS_MAIN
