@@ -407,6 +407,26 @@ static inline void merge_next(struct bfc *b, uint32_t h)
 	drop_next(b, h);
 }
 
+/* A region id no live region has: counting up from 1, skipping 0 and,
+ * once the count has wrapped (2^32 - 1 additions), the ids still in use.
+ * O(regions) per addition; regions are few and rarely added.
+ */
+static uint32_t next_id(struct bfc *b)
+{
+	uint32_t id, i;
+
+	for (;;) {
+		id = b->next_region_id++;
+		if (!b->next_region_id)
+			b->next_region_id = 1;
+		for (i = 0; i < b->nr_regions; i++)
+			if (b->regions[b->order[i]].id == id)
+				break;
+		if (i == b->nr_regions)
+			return id;
+	}
+}
+
 int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
 		   uint32_t *region_id)
 {
@@ -504,9 +524,7 @@ int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
 		r = &b->regions[ri];
 		r->base = base;
 		r->size = size;
-		r->id = b->next_region_id++;
-		if (!b->next_region_id)
-			b->next_region_id = 1;
+		r->id = next_id(b);
 		r->first = h;
 		r->last = h;
 		C[h].region = ri;

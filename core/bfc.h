@@ -63,8 +63,10 @@ struct bfc_params {
 	uint32_t flags;
 	uint64_t split_threshold;
 	/* PyTorch's max_split_size: chunks of at least this size are never
-	 * split, and a request below it is never served from one (it fails
-	 * with -ENOMEM so the caller can add a region instead).  0 = no limit.
+	 * split, and a request whose rounded size is below it is never
+	 * served from one (it fails with -ENOMEM so the caller can add a
+	 * region instead).  Compared with the rounded size, as PyTorch does.
+	 * 0 = no limit.
 	 */
 	uint64_t max_split_size;
 };
@@ -87,7 +89,9 @@ void bfc_destroy(struct bfc *b);
  * existing region (-EINVAL), must be granularity-aligned, non-empty and not
  * wrap: base + size <= UINT64_MAX, so a region cannot end at 2^64 (-EINVAL).
  * *region_id (may be NULL) names it for bfc_remove_region(); ids count up
- * from 1 and are not reused.  With BFC_MERGE_ADJACENT_REGIONS an adjacent
+ * from 1 and a live region's id is never given to another (after 2^32 - 1
+ * additions the count wraps and skips the ids in use).  With
+ * BFC_MERGE_ADJACENT_REGIONS an adjacent
  * region absorbs it and *region_id is that region's id (a region adjacent on
  * both sides joins them: the upper one's id is gone).  -ENOMEM when the
  * metadata cannot grow.

@@ -61,7 +61,7 @@ static void check_regions(struct ck *ck)
 {
 	const struct bfc *b = ck->b;
 	uint64_t reserved = 0, g = b->gmask;
-	uint32_t i, ids = 0;
+	uint32_t i, j, ids = 0;
 
 	if (b->nr_regions > b->region_cap) {
 		FAIL(ck, "regions: %u of capacity %u", b->nr_regions, b->region_cap);
@@ -81,6 +81,11 @@ static void check_regions(struct ck *ck)
 		}
 		r = &b->regions[ri];
 		reserved += r->size;
+		for (j = 0; j < i; j++)
+			if (b->regions[b->order[j]].id == r->id)
+				FAIL(ck, "regions at 0x%llx and 0x%llx share id %u",
+				     BFC_ULL(b->regions[b->order[j]].base),
+				     BFC_ULL(r->base), r->id);
 		if (!r->size || (r->base & g) || (r->size & g) ||
 		    r->size > UINT64_MAX - r->base)
 			FAIL(ck, "region %u [0x%llx, +0x%llx): bad base/size", r->id,
@@ -167,6 +172,8 @@ static void check_tiling(struct ck *ck, struct sums *s)
 	const struct bfc *b = ck->b;
 	uint32_t i;
 
+	if (b->nr_regions > b->region_cap)
+		return;		/* check_regions() said so; order[] is short */
 	for (i = 0; i < b->nr_regions; i++) {
 		uint32_t ri = b->order[i], h, prev = 0, steps = 0;
 		const struct bfc_region *r;
@@ -257,6 +264,11 @@ static bool check_node(struct ck *ck, uint32_t c, uint32_t x, uint32_t parent,
 	if (bfc__class_of(b, n->size) != c)
 		FAIL(ck, "class %u: chunk %u of size %llu belongs in class %u", c,
 		     x, BFC_ULL(n->size), bfc__class_of(b, n->size));
+	if (n->t.left >= b->nr_used || n->t.right >= b->nr_used) {
+		FAIL(ck, "class %u: chunk %u links to %u/%u, beyond %u slots", c,
+		     x, n->t.left, n->t.right, b->nr_used);
+		return false;
+	}
 	if ((n->flags & BFC_CF_RED) &&
 	    ((b->chunks[n->t.left].flags & BFC_CF_RED) ||
 	     (b->chunks[n->t.right].flags & BFC_CF_RED)))

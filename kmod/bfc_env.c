@@ -9,6 +9,12 @@
 
 void *gp_bfc_env_alloc(size_t size)
 {
+	/* kvmalloc refuses more than INT_MAX bytes with a WARN: a chunk array
+	 * of 2^25 slots (16 million chunks on one node) would ask for that.
+	 * The core takes NULL as -ENOMEM, before changing anything.
+	 */
+	if (size > INT_MAX)
+		return NULL;
 	return kvzalloc(size, GFP_KERNEL);
 }
 

@@ -144,6 +144,39 @@ TEST_F(corrupt, regions)
 	DETECTS("overlaps");
 }
 
+TEST_F(corrupt, region_ids_shared)
+{
+	struct bfc *b = self->b;
+
+	b->regions[b->order[1]].id = b->regions[b->order[0]].id;
+	DETECTS("share id");
+}
+
+/* A tree link past the slots is reported, not followed (ASan would
+ * catch the read).
+ */
+TEST_F(corrupt, tree_link_out_of_range)
+{
+	struct bfc *b = self->b;
+
+	b->chunks[b->cls[b->chunks[self->r2].cls].root].t.right = b->nr_used + 5;
+	DETECTS("beyond");
+}
+
+/* Ids stay unique when the count wraps: it skips the ids in use. */
+TEST_F(corrupt, region_ids_after_wrap)
+{
+	struct bfc *b = self->b;
+	uint32_t id3, id4;
+
+	b->next_region_id = UINT32_MAX;
+	ASSERT_EQ(0, ADD(b, 0x100000, 4096, &id3));
+	ASSERT_EQ(0, ADD(b, 0x200000, 4096, &id4));
+	EXPECT_EQ(UINT32_MAX, id3);
+	EXPECT_EQ(3u, id4);		/* 0 is never an id; 1 and 2 are live */
+	CHECK(b);
+}
+
 TEST_F(corrupt, leaked_slot)
 {
 	struct bfc *b = self->b;
