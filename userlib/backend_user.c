@@ -132,8 +132,8 @@ static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 	 * otherwise truncate it and make us fault).
 	 */
 	fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
-	if (!huge)
-		madvise(addr, size, MADV_HUGEPAGE);
+	if (!huge && !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
+		madvise(addr, size, MADV_HUGEPAGE);	/* transparent ones */
 
 	ret = gp_user_bind(ctx, addr, size);
 	if (ret)

@@ -301,7 +301,7 @@ static int gp_host_alloc_own(struct gp_ctx *ctx, size_t size, void **ptr)
 	int ret;
 
 	/* Huge pages when the rounding costs under 1/8 of the request. */
-	if (rounded >= GP_HUGE_PAGE &&
+	if (!(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES) && rounded >= GP_HUGE_PAGE &&
 	    gp_round_up(size, GP_HUGE_PAGE) - size < size / 8)
 		rounded = gp_round_up(size, GP_HUGE_PAGE);
 	ret = gp_host_make_room(ctx, rounded);

@@ -15,7 +15,12 @@
 
 #include "internal.h"
 
+/* Per thread: the last failed gp_open()'s message (gp_last_error(NULL)),
+ * and a copy of a context's message for gp_last_error(ctx).  Two buffers:
+ * asking a context must not overwrite the open's message.
+ */
 static __thread char gp_tls_err[512];
+static __thread char gp_tls_copy[512];
 
 void gp_debug(struct gp_ctx *ctx, const char *fmt, ...)
 {
@@ -54,8 +59,9 @@ GP_API const char *gp_last_error(struct gp_ctx *ctx)
 {
 	if (ctx) {
 		pthread_mutex_lock(&ctx->err_lock);
-		memcpy(gp_tls_err, ctx->err, sizeof(gp_tls_err));
+		memcpy(gp_tls_copy, ctx->err, sizeof(gp_tls_copy));
 		pthread_mutex_unlock(&ctx->err_lock);
+		return gp_tls_copy;
 	}
 	return gp_tls_err;
 }

@@ -60,4 +60,26 @@ TEST(shared_exact)
 	gp_close(ctx);
 }
 
+/* GP_OPEN_NO_HUGEPAGES: a shared buffer is page-rounded, never rounded up
+ * to 2 MiB for huge pages (as the header says).
+ */
+TEST(shared_no_hugepages_page_rounded)
+{
+	size_t size = (4u << 20) - 10 * 4096;	/* 2 MiB rounding: cheap */
+	struct gp_host_stats st;
+	struct gp_options o;
+	struct gp_ctx *ctx;
+	void *p;
+
+	gp_options_init(&o);
+	o.flags = GP_OPEN_NO_HUGEPAGES;
+	OPEN(&o, &ctx);
+	ASSERT_EQ(0, gp_host_alloc(ctx, size, GP_HOST_SHARED, &p));
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	EXPECT_EQ(size, st.reserved);
+	EXPECT_EQ(0, st.segments_huge);
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	gp_close(ctx);
+}
+
 TEST_HARNESS_MAIN

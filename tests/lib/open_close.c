@@ -159,4 +159,21 @@ TEST(last_error_per_ctx)
 	gp_close(ctx);
 }
 
+/* A failed gp_open()'s message survives asking a context for its own. */
+TEST(open_error_kept_per_thread)
+{
+	struct gp_options o;
+	struct gp_ctx *ctx, *bad = NULL;
+	void *p;
+
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(-EINVAL, gp_host_alloc(ctx, 0, 0, &p));
+	gp_options_init(&o);
+	o.flags = 1u << 30;
+	ASSERT_EQ(-EINVAL, gp_open(&o, &bad));
+	ASSERT_NE(NULL, strstr(gp_last_error(ctx), "size 0"));
+	ASSERT_NE(NULL, strstr(gp_last_error(NULL), "unknown flags")) TH_LOG("%s", gp_last_error(NULL));
+	gp_close(ctx);
+}
+
 TEST_HARNESS_MAIN
