@@ -106,7 +106,8 @@ int bfc_remove_region(struct bfc *b, uint32_t region_id, uint64_t *base,
 		      uint64_t *size);
 /* TensorFlow's DeallocateFreeRegions: remove every wholly free region,
  * calling release(ctx, base, size) (release may be NULL) for each, in
- * address order, and return the number of bytes released.
+ * address order, and return the number of bytes released.  release must
+ * not call into this allocator (b is mid-walk).
  */
 uint64_t bfc_remove_free_regions(struct bfc *b,
 				 void (*release)(void *ctx, uint64_t base,
@@ -151,7 +152,8 @@ int bfc_chunk_info(const struct bfc *b, bfc_handle_t h,
 int bfc_set_tag(struct bfc *b, bfc_handle_t h, uint64_t tag);
 
 /* Visit every chunk in address order; stops early when fn returns non-zero
- * and returns that value.
+ * and returns that value.  fn must not change the allocator (a free could
+ * merge the chunk away under the walk).
  */
 int bfc_for_each_chunk(const struct bfc *b,
 		       int (*fn)(void *ctx, const struct bfc_chunk_info *c),
