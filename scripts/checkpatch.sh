@@ -7,9 +7,14 @@
 # (an opaque index, the case the kernel style allows).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-cp="$top/build/ksft/scripts/checkpatch.pl"
-results=${RESULTS_DIR:-$top/build/results}
+cp="${O:-$top/build}/ksft/scripts/checkpatch.pl"
+results=${RESULTS_DIR:-${O:-$top/build}/results}
 mkdir -p "$results"
+if [ ! -r "$cp" ]; then	# else perl's complaint would count as a pass
+	echo "checkpatch: $cp is missing (scripts/ksft-headers.sh extracts it)"
+	echo "pass=0 fail=1 skip=0" > "$results/checkpatch.counts"
+	exit 1
+fi
 files=$(cd "$top" && ls kmod/*.c kmod/*.h core/*.c core/*.h 2>/dev/null)
 out=$(cd "$top" && perl "$cp" --no-tree --terse --show-types \
 	--ignore NEW_TYPEDEFS \

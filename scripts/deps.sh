@@ -12,8 +12,9 @@ set -eu
 # kselftest headers and checkpatch, dkms, liburing (io_uring pinning tests),
 # numpy, pip and setuptools (Python tests, `pip install ./python` offline, with
 # Debian's /usr/bin/python3), pkg-config (the install check); zstd unpacks the 6.12
-# kernel image for the VM's fast (PVH) boot.
-pkgs="build-essential clang bc flex bison cpio kmod xz-utils zstd
+# kernel image for the VM's fast (PVH) boot.  libclang-rt-14-dev: clang's
+# libFuzzer and sanitizer runtimes (only a Recommends of clang's packages).
+pkgs="build-essential clang libclang-rt-14-dev bc flex bison cpio kmod xz-utils zstd
       libelf-dev libssl-dev
       qemu-system-x86 busybox-static
       linux-image-amd64 linux-headers-amd64 linux-source-6.1
