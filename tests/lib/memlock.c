@@ -24,20 +24,43 @@ static int drop_ipc_lock(void)
 	return (int)syscall(SYS_capset, &h, d);
 }
 
-TEST(over_limit)
+/* A context under an 8 MiB RLIMIT_MEMLOCK, without CAP_IPC_LOCK (8 MiB:
+ * what the hard limit allows here; raising it needs CAP_SYS_RESOURCE).
+ * NULL when the context is not on the user backend (the test skips).
+ */
+FIXTURE(limited) {
+	struct gp_ctx *ctx;
+};
+
+FIXTURE_SETUP(limited)
 {
 	struct rlimit rl = { 8 << 20, 8 << 20 };
-	struct gp_host_stats st;
-	struct gp_ctx *ctx;
-	void *p, *q;
 
+	self->ctx = NULL;
 	ASSERT_EQ(0, drop_ipc_lock());
 	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
-	OPEN(NULL, &ctx);
-	if (!on_user_backend(ctx)) {
-		gp_close(ctx);
+	OPEN(NULL, &self->ctx);
+	if (!on_user_backend(self->ctx)) {
+		gp_close(self->ctx);
+		self->ctx = NULL;
 		SKIP(return, "RLIMIT_MEMLOCK applies to the user backend only");
 	}
+}
+
+FIXTURE_TEARDOWN(limited)
+{
+	if (self->ctx)
+		gp_close(self->ctx);
+}
+
+TEST_F(limited, over_limit)
+{
+	struct gp_ctx *ctx = self->ctx;
+	struct gp_host_stats st;
+	void *p, *q;
+
+	if (!ctx)		/* setup skipped */
+		return;
 	/* Small buffers fit in a 2 MiB segment under the 8 MiB limit. */
 	ASSERT_EQ(0, gp_host_alloc(ctx, 4096, 0, &p)) TH_LOG("%s", gp_last_error(ctx));
 	ASSERT_EQ(-ENOMEM, gp_host_alloc(ctx, 64 << 20, 0, &q));
@@ -51,30 +74,20 @@ TEST(over_limit)
 	ASSERT_EQ(0, gp_host_alloc(ctx, 3 << 20, 0, &q)) TH_LOG("%s", gp_last_error(ctx));
 	ASSERT_EQ(0, gp_host_free(ctx, q));
 	ASSERT_EQ(0, gp_host_free(ctx, p));
-	gp_close(ctx);
 }
 
 /* When the limit refuses a new segment, the idle cached ones (pinned too)
  * go back and the segment is tried once more: no false out-of-memory while
  * cached memory could serve.
  */
-TEST(refusal_releases_the_idle_cache)
+TEST_F(limited, refusal_releases_the_idle_cache)
 {
-	/* 8 MiB: what an unprivileged hard limit here allows (no raising it
-	 * without CAP_SYS_RESOURCE).
-	 */
-	struct rlimit rl = { 8 << 20, 8 << 20 };
+	struct gp_ctx *ctx = self->ctx;
 	struct gp_host_stats st;
-	struct gp_ctx *ctx;
 	void *p, *q;
 
-	ASSERT_EQ(0, drop_ipc_lock());
-	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
-	OPEN(NULL, &ctx);
-	if (!on_user_backend(ctx)) {
-		gp_close(ctx);
-		SKIP(return, "RLIMIT_MEMLOCK applies to the user backend only");
-	}
+	if (!ctx)		/* setup skipped */
+		return;
 	ASSERT_EQ(0, gp_host_alloc(ctx, 5 << 20, 0, &p)) TH_LOG("%s", gp_last_error(ctx));
 	ASSERT_EQ(0, gp_host_free(ctx, p));		/* 5 MiB idle, pinned */
 	ASSERT_EQ(0, gp_host_alloc(ctx, 6 << 20, 0, &q)) TH_LOG("%s", gp_last_error(ctx));
@@ -86,7 +99,6 @@ TEST(refusal_releases_the_idle_cache)
 	ASSERT_EQ(0, gp_host_stats(ctx, &st));
 	ASSERT_EQ(11 << 20, st.trimmed);
 	ASSERT_EQ(0, gp_host_free(ctx, p));
-	gp_close(ctx);
 }
 
 TEST_HARNESS_MAIN
