@@ -112,7 +112,7 @@ static int gp_block_alloc(struct gp_block *b, int nid, bool *fallback)
 static unsigned long gp_node_headroom(int nid)
 {
 	struct pglist_data *pgdat = NODE_DATA(nid);
-	unsigned long free = 0, managed = 0, wmark = 0, floor;
+	unsigned long free = 0, managed = 0, wmark = 0, floor, zfree, cma;
 	long file;
 	int z;
 
@@ -125,8 +125,12 @@ static unsigned long gp_node_headroom(int nid)
 
 		if (!populated_zone(zone))
 			continue;
-		free += zone_page_state(zone, NR_FREE_PAGES) -
-			zone_page_state(zone, NR_FREE_CMA_PAGES);
+		/* Both counters are approximate (per-CPU deltas): never let
+		 * the difference wrap.
+		 */
+		zfree = zone_page_state(zone, NR_FREE_PAGES);
+		cma = zone_page_state(zone, NR_FREE_CMA_PAGES);
+		free += zfree > cma ? zfree - cma : 0;
 		managed += zone_managed_pages(zone);
 		wmark += high_wmark_pages(zone);
 	}
