@@ -229,7 +229,6 @@ static int gp_reserve_start(struct gp_reservation *r, struct gp_node *n,
 		INIT_WORK(&w->work, gp_reserve_fn);
 		queue_work_node(n->nid, gp_wq, &w->work);
 	}
-	WARN_ON_ONCE(at != first + count);
 	return 0;
 }
 

@@ -231,14 +231,19 @@ int gp_host_make_room(struct gp_ctx *ctx, uint64_t size)
  * per_process_limit, a full module pool): give back every idle segment, so
  * that one retry can use what they held.  False when there was none.
  */
+static void gp_release_all_idle(struct gp_ctx *ctx)
+{
+	while (ctx->idle_head)
+		gp_release_idle_seg(ctx, ctx->idle_head);
+}
+
 static bool gp_host_release_idle(struct gp_ctx *ctx)
 {
 	if (!ctx->idle_head)
 		return false;
 	gp_debug(ctx, "segment refused: releasing %llu idle bytes and retrying",
 		 (unsigned long long)ctx->idle_bytes);
-	while (ctx->idle_head)
-		gp_release_idle_seg(ctx, ctx->idle_head);
+	gp_release_all_idle(ctx);
 	return true;
 }
 
@@ -406,10 +411,8 @@ GP_API int gp_host_free(struct gp_ctx *ctx, void *ptr)
 		bfc_free(hp->b, h);
 		ctx->hst.in_use -= ci.size;
 		ctx->hst.requested -= ci.requested;
-		if (--seg->nr_used == 0) {
+		if (--seg->nr_used == 0)
 			gp_idle_add(ctx, seg);
-			gp_host_gc(ctx);
-		}
 		goto out;
 	}
 	seg = gp_map_del(&ctx->own, addr);
@@ -424,10 +427,10 @@ GP_API int gp_host_free(struct gp_ctx *ctx, void *ptr)
 	gp_seg_destroy(ctx, seg);
 out:
 	ctx->hst.frees++;
-	/* host_gc_idle_ms is checked on every free, not only on those that
-	 * leave a segment idle (O(1) unless something is due).
+	/* host_cache_max and host_gc_idle_ms, checked on every free that could
+	 * matter: with something idle (O(1) unless something is due).
 	 */
-	if (ctx->opt.host_gc_idle_ms && ctx->idle_head)
+	if (ctx->idle_head)
 		gp_host_gc(ctx);
 	pthread_mutex_unlock(&ctx->host_lock);
 	return ret;
@@ -441,8 +444,7 @@ GP_API int gp_host_trim(struct gp_ctx *ctx, uint64_t *released)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->host_lock);
 	before = ctx->hst.trimmed;
-	while (ctx->idle_head)
-		gp_release_idle_seg(ctx, ctx->idle_head);
+	gp_release_all_idle(ctx);
 	if (released)
 		*released = ctx->hst.trimmed - before;
 	pthread_mutex_unlock(&ctx->host_lock);
