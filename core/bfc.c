@@ -959,6 +959,65 @@ int (bfc_for_each_chunk)(const struct bfc *b,
 	return 0;
 }
 
+/* The chunk to go on from at cursor position pos: hint if it is a chunk
+ * at or below pos in the region holding pos, else the first chunk of that
+ * region, else that of the first region above pos; 0 when there is none.
+ * The caller steps over chunks starting below pos.
+ */
+static uint32_t walk_start(const struct bfc *b, uint64_t pos, uint32_t hint)
+{
+	const struct bfc_region *r;
+	uint32_t i;
+
+	if (handle_live(b, hint) && b->chunks[hint].addr <= pos &&
+	    region_end(&b->regions[b->chunks[hint].region]) > pos)
+		return hint;
+	i = order_upper(b, pos);
+	if (i > 0) {
+		r = &b->regions[b->order[i - 1]];
+		if (region_end(r) > pos)
+			return r->first;
+	}
+	return i < b->nr_regions ? b->regions[b->order[i]].first : 0;
+}
+
+int bfc_walk_chunks(const struct bfc *b, struct bfc_cursor *cur,
+		    uint32_t max,
+		    int (*fn)(void *ctx, const struct bfc_chunk_info *c),
+		    void *ctx)
+{
+	const struct bfc_chunk *C = b->chunks;
+	struct bfc_chunk_info info;
+	uint32_t h = walk_start(b, cur->pos, cur->hint), seen = 0;
+	int ret;
+
+	while (h) {
+		if (max && seen++ >= max) {
+			cur->hint = h;
+			return BFC_WALK_MORE;
+		}
+		if (C[h].addr >= cur->pos) {
+			fill_info(b, h, &info);
+			cur->pos = info.addr + info.size;
+			cur->hint = C[h].next;
+			ret = fn(ctx, &info);
+			if (ret)
+				return ret;
+		}
+		if (C[h].next) {
+			h = C[h].next;
+		} else {
+			/* The region ends here; all of it has been looked at
+			 * (its last chunk may have started below pos).
+			 */
+			cur->pos = C[h].addr + C[h].size;
+			h = walk_start(b, cur->pos, 0);
+		}
+	}
+	cur->hint = 0;
+	return 0;
+}
+
 uint64_t bfc_free_at_top(const struct bfc *b)
 {
 	const struct bfc_chunk *c;

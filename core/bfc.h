@@ -159,6 +159,32 @@ int bfc_for_each_chunk(const struct bfc *b,
 		       int (*fn)(void *ctx, const struct bfc_chunk_info *c),
 		       void *ctx);
 
+/* A walk in address order that may stop and go on later, after the
+ * allocator has changed: a caller that must not hold its lock for a walk of
+ * millions of chunks takes it for one bfc_walk_chunks() call at a time.
+ * Zero the cursor to start.  Chunks are visited in increasing address
+ * order, each at most once, and every chunk that stays as it is (same
+ * start and size) for the whole walk is visited; a chunk that changed
+ * between two calls may be missed, or seen as it was before or after the
+ * change.  Handles are only hints here: the place is the address.
+ */
+struct bfc_cursor {
+	uint64_t pos;	/* the chunks starting below pos have been visited */
+	uint32_t hint;	/* a chunk to look from, checked before use */
+	uint32_t unused;
+};
+#define BFC_WALK_MORE	1
+/* Look at up to max chunks (0: no limit): visit those starting at or
+ * above the cursor, step over the rest.  Returns 0 when no chunk is left,
+ * BFC_WALK_MORE when max were looked at (call again with the same cursor),
+ * or fn's non-zero return (fn should use negative values), the cursor then
+ * past the chunk fn saw.  fn must not change the allocator.
+ */
+int bfc_walk_chunks(const struct bfc *b, struct bfc_cursor *cur,
+		    uint32_t max,
+		    int (*fn)(void *ctx, const struct bfc_chunk_info *c),
+		    void *ctx);
+
 /* Bytes of the free chunk that ends the highest region; 0 when that region
  * ends in an in-use chunk, or there are no regions.  With
  * BFC_MERGE_ADJACENT_REGIONS a region added right above the highest one
@@ -209,6 +235,11 @@ struct bfc_bin_stats {
 	uint64_t requested_bytes;
 };
 void bfc_get_bin_stats(const struct bfc *b, struct bfc_bin_stats bins[BFC_NR_BINS]);
+/* Count one chunk into bins (for a caller gathering them with
+ * bfc_walk_chunks()).
+ */
+void bfc_bin_stats_add(struct bfc_bin_stats bins[BFC_NR_BINS],
+		       const struct bfc_chunk_info *c);
 
 /* Checking and diagnostics ------------------------------------------------ */
 

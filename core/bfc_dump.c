@@ -8,26 +8,31 @@
 
 #define BFC_ULL(x)	((unsigned long long)(x))
 
+void bfc_bin_stats_add(struct bfc_bin_stats bins[BFC_NR_BINS],
+		       const struct bfc_chunk_info *c)
+{
+	struct bfc_bin_stats *bs = &bins[c->bin];
+
+	if (c->in_use) {
+		bs->in_use_chunks++;
+		bs->in_use_bytes += c->size;
+		bs->requested_bytes += c->requested;
+	} else {
+		bs->free_chunks++;
+		bs->free_bytes += c->size;
+	}
+}
+
+static int bin_stats_add(void *bins, const struct bfc_chunk_info *c)
+{
+	bfc_bin_stats_add(bins, c);
+	return 0;
+}
+
 void bfc_get_bin_stats(const struct bfc *b, struct bfc_bin_stats bins[BFC_NR_BINS])
 {
-	uint32_t i, h;
-
 	bfc_memset(bins, 0, sizeof(bins[0]) * BFC_NR_BINS);
-	for (i = 0; i < b->nr_regions; i++) {
-		for (h = b->regions[b->order[i]].first; h; h = b->chunks[h].next) {
-			const struct bfc_chunk *c = &b->chunks[h];
-			struct bfc_bin_stats *bs = &bins[bfc_bin_of(b, c->size)];
-
-			if (c->flags & BFC_CF_USED) {
-				bs->in_use_chunks++;
-				bs->in_use_bytes += c->size;
-				bs->requested_bytes += c->u.requested;
-			} else {
-				bs->free_chunks++;
-				bs->free_bytes += c->size;
-			}
-		}
-	}
+	bfc_for_each_chunk(b, bin_stats_add, bins);
 }
 
 size_t bfc_dump_bins(const struct bfc *b, char *buf, size_t len)

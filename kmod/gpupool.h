@@ -159,8 +159,8 @@ void gp_pool_stats(struct gpupool_pool_stats *total,
 		   struct gpupool_pool_stats *nodes);
 void gp_pool_count_limit_denial(void);
 void gp_pool_count_failure(int nid);
-void gp_pool_show_bins(struct seq_file *m);
-void gp_pool_show_map(struct seq_file *m);
+int gp_pool_show_bins(struct seq_file *m);
+int gp_pool_show_map(struct seq_file *m);
 int gp_publish_blocks(struct gp_node *n, unsigned long count);
 
 /* reserve.c: pages for the pool. */

@@ -555,22 +555,58 @@ u64 gp_pool_node_mask(void)
 	return mask;
 }
 
+/*
+ * /proc/gpupool is world-readable, and the bin table and the map look at
+ * every chunk.  A node may hold millions, so the walk takes the node's lock
+ * for GP_WALK_SLICE chunks at a time and lets allocations in between: a
+ * reader looping on the file delays an ALLOC by one slice at most, not by
+ * a whole walk.  A chunk that changes between two slices may be counted as
+ * it was or as it is (see bfc_walk_chunks()); while nothing changes, the
+ * figures are exact.  The reader can be killed between slices.
+ */
+#define GP_WALK_SLICE	4096
+
+static int gp_walk_node(struct gp_node *n,
+			int (*fn)(void *ctx, const struct bfc_chunk_info *c),
+			void *ctx)
+{
+	struct bfc_cursor cur = { 0 };
+	int ret;
+
+	for (;;) {
+		mutex_lock(&n->lock);
+		ret = bfc_walk_chunks(n->bfc, &cur, GP_WALK_SLICE, fn, ctx);
+		mutex_unlock(&n->lock);
+		if (ret != BFC_WALK_MORE)
+			return ret;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
+	}
+}
+
+static int gp_bin_chunk(void *bins, const struct bfc_chunk_info *c)
+{
+	bfc_bin_stats_add(bins, c);
+	return 0;
+}
+
 /* The per-bin table of /proc/gpupool: non-empty bins only, sizes in kB. */
-void gp_pool_show_bins(struct seq_file *m)
+int gp_pool_show_bins(struct seq_file *m)
 {
 	struct bfc_bin_stats *bins;
 	unsigned int i, b;
+	int ret = 0;
 
 	bins = kmalloc_array(BFC_NR_BINS, sizeof(*bins), GFP_KERNEL);
 	if (!bins)
-		return;
-	for (i = 0; i < gp_nr_nodes; i++) {
+		return -ENOMEM;
+	for (i = 0; i < gp_nr_nodes && !ret; i++) {
 		struct gp_node *n = gp_nodes[i];
 
-		mutex_lock(&n->lock);
-		bfc_get_bin_stats(n->bfc, bins);
-		mutex_unlock(&n->lock);
-		for (b = 0; b < BFC_NR_BINS; b++) {
+		memset(bins, 0, BFC_NR_BINS * sizeof(*bins));
+		ret = gp_walk_node(n, gp_bin_chunk, bins);
+		for (b = 0; b < BFC_NR_BINS && !ret; b++) {
 			struct bfc_bin_stats *s = &bins[b];
 
 			if (!s->free_chunks && !s->in_use_chunks)
@@ -583,6 +619,7 @@ void gp_pool_show_bins(struct seq_file *m)
 		}
 	}
 	kfree(bins);
+	return ret;
 }
 
 /* Occupancy map --------------------------------------------------------------- */
@@ -621,8 +658,10 @@ static void gp_map_add(struct gp_map *map, u64 off, u64 size, int st, int sign)
 		u64 part = min(end, lim) - off;
 
 		map->bytes[i][st] += part;
+		/* The walk ran in slices: the chunk may have been seen free. */
 		if (sign < 0)
-			map->bytes[i][GP_MAP_USED] -= part;
+			map->bytes[i][GP_MAP_USED] -=
+				min(part, map->bytes[i][GP_MAP_USED]);
 		off += part;
 	}
 }
@@ -634,17 +673,19 @@ static int gp_map_chunk(void *ctx, const struct bfc_chunk_info *c)
 	return 0;
 }
 
-static void gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
-				  struct gp_map *map)
+static int gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
+				 struct gp_map *map)
 {
 	static const char glyph[GP_MAP_NR] = { '.', '#', 'z', 'q' };
 	struct gp_chunk *c;
 	unsigned int i, st;
+	int ret;
 
 	memset(map, 0, sizeof(*map));
 	map->space = (u64)n->cap_blocks * GP_BLOCK_SIZE;
-	mutex_lock(&n->lock);
-	bfc_for_each_chunk(n->bfc, gp_map_chunk, map);
+	ret = gp_walk_node(n, gp_map_chunk, map);
+	if (ret)
+		return ret;
 	/* Released chunks stay in use for bfc until zeroed: move them. */
 	spin_lock(&n->stat_lock);
 	list_for_each_entry(c, &n->dirty, link)
@@ -652,7 +693,6 @@ static void gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
 	list_for_each_entry(c, &n->quarantine, link)
 		gp_map_add(map, c->offset, c->size, GP_MAP_QUARANTINED, -1);
 	spin_unlock(&n->stat_lock);
-	mutex_unlock(&n->lock);
 
 	seq_printf(m, "Node%dMap: ", n->nid);
 	for (i = 0; i < GP_MAP_CELLS; i++) {
@@ -668,18 +708,21 @@ static void gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
 		seq_putc(m, best == GP_MAP_NR ? ' ' : glyph[best]);
 	}
 	seq_putc(m, '\n');
+	return 0;
 }
 
-void gp_pool_show_map(struct seq_file *m)
+int gp_pool_show_map(struct seq_file *m)
 {
 	struct gp_map *map = kmalloc(sizeof(*map), GFP_KERNEL);
 	unsigned int i;
+	int ret = 0;
 
 	if (!map)
-		return;
-	for (i = 0; i < gp_nr_nodes; i++)
-		gp_pool_show_node_map(m, gp_nodes[i], map);
+		return -ENOMEM;
+	for (i = 0; i < gp_nr_nodes && !ret; i++)
+		ret = gp_pool_show_node_map(m, gp_nodes[i], map);
 	kfree(map);
+	return ret;
 }
 
 /* Load and unload ------------------------------------------------------------ */

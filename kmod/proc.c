@@ -90,9 +90,7 @@ static int gpupool_proc_show(struct seq_file *m, void *v)
 
 	gp_holder_show(m, file_ns_capable(m->file, &init_user_ns,
 					  CAP_SYS_ADMIN), cred->euid);
-	gp_pool_show_bins(m);
-	gp_pool_show_map(m);
-	return 0;
+	return gp_pool_show_bins(m) ?: gp_pool_show_map(m);
 }
 
 int gpupool_proc_init(void)

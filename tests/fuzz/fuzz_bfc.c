@@ -12,6 +12,9 @@
  * halves at the split boundary; frees by handle and by address of live,
  * stale, interior, random and made-up handles and addresses; lookups, tags,
  * chunk_info on any handle; statistics, per-bin statistics, peak resets;
+ * a bfc_walk_chunks() walk taken a few chunks at a time between the other
+ * operations (each chunk it visits must be one the model has then, above
+ * the last one visited);
  * the dumps, occupancy maps and bfc_check's report into buffers of every
  * small and odd size.
  *
@@ -39,6 +42,10 @@ struct live {
 	uint64_t addr;
 };
 
+struct span {
+	uint64_t addr, size;
+};
+
 struct st {
 	struct fz f;
 	struct bfc *b;
@@ -49,6 +56,15 @@ struct st {
 	bfc_handle_t stale[MAX_STALE];	/* handles of freed chunks */
 	uint64_t stale_addr[MAX_STALE];
 	uint32_t nstale;
+	/* A walk that spans operations: its cursor, the end of the chunk it
+	 * visited last, the chunks it visited, and those that have stayed
+	 * the same (start and size) since it began, which it must visit.
+	 */
+	bool walking;
+	struct bfc_cursor cur;
+	uint64_t walk_end;
+	struct span *seen, *kept;
+	size_t nseen, nkept;
 };
 
 static char report[16384];
@@ -547,6 +563,90 @@ static void op_stats(struct st *s)
 	}
 }
 
+/* One step of a walk that goes on across operations: each chunk it visits
+ * is one the model has now, above the last one it visited.  When it ends,
+ * it has visited every chunk that stayed the same meanwhile.
+ */
+struct step {
+	struct st *s;
+	uint32_t visits;
+	const char *why;
+};
+
+static int step_cb(void *ctx, const struct bfc_chunk_info *c)
+{
+	struct step *w = ctx;
+	struct st *s = w->s;
+	const struct model *m = &s->m;
+	size_t i;
+
+	for (i = 0; i < m->n && m->c[i].addr != c->addr; i++)
+		;
+	if (i == m->n || m->c[i].size != c->size || m->c[i].used != c->in_use)
+		w->why = "visited a chunk the model does not have";
+	else if (c->addr < s->walk_end)
+		w->why = "visited below the last chunk's end";
+	s->walk_end = c->addr + c->size;
+	s->seen = realloc(s->seen, (s->nseen + 1) * sizeof(*s->seen));
+	s->seen[s->nseen++] = (struct span){ c->addr, c->size };
+	w->visits++;
+	return w->why ? -1 : 0;
+}
+
+/* After every operation: keep the chunks the model still has as they were
+ * (both lists are in address order).
+ */
+static void walk_keep(struct st *s)
+{
+	size_t i = 0, j, k = 0;
+
+	if (!s->walking)
+		return;
+	for (j = 0; j < s->nkept; j++) {
+		while (i < s->m.n && s->m.c[i].addr < s->kept[j].addr)
+			i++;
+		if (i < s->m.n && s->m.c[i].addr == s->kept[j].addr &&
+		    s->m.c[i].size == s->kept[j].size)
+			s->kept[k++] = s->kept[j];
+	}
+	s->nkept = k;
+}
+
+static void op_walk(struct st *s)
+{
+	uint32_t max = fz_u8(&s->f) % 9;	/* 0: no limit */
+	struct step w = { s, 0, NULL };
+	size_t i, j = 0;
+	int r;
+
+	if (!s->walking) {
+		s->walking = true;
+		s->kept = realloc(s->kept, (s->m.n + 1) * sizeof(*s->kept));
+		for (i = 0; i < s->m.n; i++)
+			s->kept[i] = (struct span){ s->m.c[i].addr, s->m.c[i].size };
+		s->nkept = s->m.n;
+	}
+	r = bfc_walk_chunks(s->b, &s->cur, max, step_cb, &w);
+	FZ_ASSERT(!w.why, "walk: %s", w.why);
+	FZ_ASSERT(r == 0 || (r == BFC_WALK_MORE && max), "walk(%u): %d", max, r);
+	FZ_ASSERT(!max || w.visits <= max, "walk(%u): %u visits", max, w.visits);
+	if (r)
+		return;
+	for (i = 0; i < s->nkept; i++) {
+		while (j < s->nseen && s->seen[j].addr < s->kept[i].addr)
+			j++;
+		FZ_ASSERT(j < s->nseen && s->seen[j].addr == s->kept[i].addr &&
+			  s->seen[j].size == s->kept[i].size,
+			  "walk missed chunk 0x%llx+%llu, unchanged all along",
+			  (unsigned long long)s->kept[i].addr,
+			  (unsigned long long)s->kept[i].size);
+	}
+	memset(&s->cur, 0, sizeof(s->cur));
+	s->walk_end = 0;
+	s->walking = false;
+	s->nseen = 0;
+}
+
 /* Text ----------------------------------------------------------------------- */
 
 /* The occupancy map the model says bfc_render_occupancy must draw. */
@@ -674,9 +774,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 11: name = "set_tag"; op_tag(&s); break;
 		case 12: name = "chunk_info"; op_info(&s); break;
 		case 13: name = "stats"; op_stats(&s); break;
+		case 14: name = "walk"; op_walk(&s); break;
 		default: name = "text"; op_text(&s); break;
 		}
 		compare(&s, name);
+		walk_keep(&s);
 	}
 	/* Drain: every held chunk freed, every region released. */
 	while (s.nlive) {
@@ -690,5 +792,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_ASSERT(s.m.n == 0 && s.m.nr == 0, "regions left after the drain");
 	bfc_destroy(s.b);
 	free(s.m.c);
+	free(s.seen);
+	free(s.kept);
 	return 0;
 }
