@@ -12,6 +12,11 @@
  *     userspace memset of the same size (into fresh memory: page faults and
  *     zeroing, as the kernel's reservation does; and into memory already
  *     faulted in: bandwidth only).  Target: within 1.5x of memset.
+ *  4. ALLOC + FREE of one page with 100,000 chunks in the pool, alone and
+ *     while another process reads /proc/gpupool in a loop (which walks
+ *     every chunk, a slice at a time under the node's lock): latency
+ *     percentiles and the worst pair.  No target; it shows what a reader
+ *     costs the allocating processes.
  *
  * Run as root with $GPUPOOL_KO naming the module (vm/run-vm.sh does both);
  * it loads the module itself (pool_size from $KMOD_BENCH_POOL, default
@@ -27,6 +32,9 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <sched.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -273,6 +281,148 @@ static void bench_reserve(int fd, uint64_t pool)
 	       warm, res / warm);
 }
 
+#define MANY_CHUNKS	100000
+#define PAIR_SECS	2.0
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ALLOC + FREE pairs of one page for PAIR_SECS: the pair latencies (ns)
+ * into lat (sorted), their number returned.
+ */
+static size_t alloc_free_pairs(int fd, uint64_t *lat, size_t cap)
+{
+	double end = now() + PAIR_SECS, t0;
+	uint64_t h;
+	size_t n = 0;
+
+	while (n < cap && now() < end) {
+		t0 = now();
+		if (alloc_timed(fd, 4096, &h) < 0)
+			break;
+		free_handle(fd, h);
+		lat[n++] = (uint64_t)((now() - t0) * 1e9);
+	}
+	qsort(lat, n, sizeof(*lat), cmp_u64);
+	return n;
+}
+
+/* On a CPU of its own where there are two (-1: any CPU again): what the
+ * reader then delays is the allocation's lock, not its turn on the CPU.
+ */
+static void pin_cpu(int cpu)
+{
+	long i, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+
+	if (ncpu < 2)
+		return;
+	CPU_ZERO(&set);
+	for (i = 0; i < ncpu && i < CPU_SETSIZE; i++)
+		if (cpu < 0 || i == cpu)
+			CPU_SET(i, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* Reads /proc/gpupool until killed; each read's time goes down the pipe. */
+static void proc_reader(int out)
+{
+	static char buf[1 << 16];
+	double t0, t;
+	int pfd;
+
+	for (;;) {
+		t0 = now();
+		pfd = open("/proc/gpupool", O_RDONLY | O_CLOEXEC);
+		if (pfd < 0)
+			_exit(1);
+		while (read(pfd, buf, sizeof(buf)) > 0)
+			;
+		close(pfd);
+		t = now() - t0;
+		if (write(out, &t, sizeof(t)) != sizeof(t))
+			_exit(1);
+	}
+}
+
+static void print_pairs(const char *what, const uint64_t *lat, size_t n)
+{
+	if (!n) {
+		printf("   %-28s no pair completed (%s)\n", what, strerror(errno));
+		return;
+	}
+	printf("   %-28s %8zu pairs  p50 %8.1f us  p99 %8.1f us  p99.9 %9.1f us  max %9.1f us\n",
+	       what, n, lat[n / 2] / 1e3, lat[n * 99 / 100] / 1e3,
+	       lat[n * 999 / 1000] / 1e3, lat[n - 1] / 1e3);
+}
+
+static void bench_proc_reader(int fd)
+{
+	static uint64_t h[MANY_CHUNKS];
+	size_t cap = 1 << 20, n, i, reads = 0;
+	uint64_t *lat = malloc(cap * sizeof(*lat));
+	double t, sum = 0, worst = 0;
+	int p[2], status;
+	pid_t pid;
+
+	printf("\n4. ALLOC + FREE of one page, %d chunks in the pool (every other one free), for %.0f s each\n",
+	       MANY_CHUNKS, PAIR_SECS);
+	if (!lat || pipe(p))
+		return;
+	for (i = 0; i < MANY_CHUNKS; i++) {
+		if (alloc_timed(fd, 4096, &h[i]) < 0) {
+			printf("   setup: ALLOC #%zu failed (%s)\n", i,
+			       strerror(errno));
+			goto out;
+		}
+	}
+	for (i = 0; i < MANY_CHUNKS; i += 2) {
+		free_handle(fd, h[i]);
+		h[i] = 0;
+	}
+	settle(fd);
+	pin_cpu(0);
+	n = alloc_free_pairs(fd, lat, cap);
+	print_pairs("alone:", lat, n);
+
+	pid = fork();
+	if (pid < 0)
+		goto out;
+	if (!pid) {
+		close(p[0]);
+		pin_cpu(1);
+		proc_reader(p[1]);
+	}
+	close(p[1]);
+	p[1] = -1;
+	usleep(100000);
+	n = alloc_free_pairs(fd, lat, cap);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	while (read(p[0], &t, sizeof(t)) == sizeof(t)) {
+		reads++;
+		sum += t;
+		worst = t > worst ? t : worst;
+	}
+	print_pairs("/proc/gpupool read in a loop:", lat, n);
+	if (reads)
+		printf("   (the reader: %zu reads, mean %.1f ms, longest %.1f ms)\n",
+		       reads, sum / reads * 1e3, worst * 1e3);
+out:
+	for (i = 0; i < MANY_CHUNKS; i++)
+		free_handle(fd, h[i]);
+	pin_cpu(-1);
+	close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	free(lat);
+	settle(fd);
+}
+
 int main(void)
 {
 	const char *pool_s = getenv("KMOD_BENCH_POOL");
@@ -298,6 +448,7 @@ int main(void)
 	bench_buffers(fd);
 	bench_alloc(fd);
 	bench_reserve(fd, pool);
+	bench_proc_reader(fd);
 	close(fd);
 	syscall(SYS_delete_module, "gpupool", O_NONBLOCK);
 	/* For the VM runner, which judges programs by kselftest's last line:

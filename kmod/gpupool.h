@@ -22,6 +22,7 @@
 #ifndef GPUPOOL_KMOD_H
 #define GPUPOOL_KMOD_H
 
+#include <linux/atomic.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mm_types.h>
@@ -80,8 +81,12 @@ struct gp_counters {
 struct gp_node {
 	int nid;
 
-	/* Serialises every call into bfc, and the publication of blocks. */
+	/* Serialises every call into bfc, and the publication of blocks.
+	 * Taken with gp_node_lock(), which counts the tasks waiting for it
+	 * (lock_waiters) for the /proc walk to let them in between slices.
+	 */
 	struct mutex lock;
+	atomic_t lock_waiters;
 	struct bfc *bfc;
 	unsigned long nr_blocks;	/* published blocks */
 
@@ -113,6 +118,15 @@ struct gp_node {
 	unsigned long fallback_blocks;	/* blocks made of smaller orders */
 	u64 reserve_ns;
 };
+
+static inline void gp_node_lock(struct gp_node *n)
+{
+	if (mutex_trylock(&n->lock))
+		return;
+	atomic_inc(&n->lock_waiters);
+	mutex_lock(&n->lock);
+	atomic_dec(&n->lock_waiters);
+}
 
 struct gp_chunk {
 	struct kref kref;

@@ -292,7 +292,7 @@ TEST_F(pool, bins_add_up)
  * still add up exactly; with a process churning meanwhile, every read
  * works and no byte is counted twice.
  */
-#define MANY	12288	/* one-page chunks: three slices and more */
+#define MANY	12288	/* one-page chunks: a dozen slices (GP_WALK_SLICE) */
 
 FIXTURE(many) {
 	int fd;
