@@ -193,7 +193,9 @@ struct gp_host_stats {
 	uint64_t memlock_limit;		/* RLIMIT_MEMLOCK (user backend), or 0 */
 	uint64_t segments;		/* segments mapped now */
 	uint64_t segments_huge;		/* of which on huge pages */
-	uint64_t allocs, frees;		/* calls that succeeded */
+	uint64_t allocs, frees;		/* calls that succeeded (imports
+					 * count as allocations)
+					 */
 	uint64_t cache_hits;		/* allocations served without mapping */
 	uint64_t map_calls;		/* segments mapped (mmap / ALLOC), ever */
 	uint64_t unmap_calls;		/* segments unmapped, ever */

@@ -83,6 +83,7 @@ int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
 	ctx->kmod_major = v.abi_major;
 	ctx->kmod_minor = v.abi_minor;
 	ctx->kgran = v.granularity;
+	ctx->knode_mask = v.node_mask;
 	ctx->hugetlb_ok = false;
 	snprintf(ctx->why, sizeof(ctx->why),
 		 "gpupool.ko ABI %u.%u, pool %llu bytes on %u node(s)",
@@ -91,10 +92,23 @@ int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
 	return 0;
 }
 
+/* The probe has opened the device; a strict node must have a sub-pool. */
 static int gp_kernel_open(struct gp_ctx *ctx)
 {
-	(void)ctx;
-	return 0;
+	char nodes[64 * 3] = "";
+	size_t len = 0;
+	int node = ctx->numa_node, i;
+
+	if (node < 0 || !(ctx->opt.flags & GP_OPEN_NUMA_STRICT) ||
+	    (node < 64 && (ctx->knode_mask >> node) & 1))
+		return 0;
+	for (i = 0; i < 64; i++)
+		if ((ctx->knode_mask >> i) & 1)
+			len += (size_t)snprintf(nodes + len, sizeof(nodes) - len,
+						"%s%d", len ? "," : "", i);
+	close(ctx->kfd);
+	ctx->kfd = -1;
+	return gp_strict_node_error(ctx, "gpupool.ko has no sub-pool", nodes);
 }
 
 static void gp_kernel_close(struct gp_ctx *ctx)

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <linux/mempolicy.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -35,9 +36,51 @@
 #define MFD_HUGE_2MB	(21u << 26)
 #endif
 
+/* Whether node has memory by /sys/devices/system/node/has_memory ("0-1,3",
+ * copied into list); without that file (a kernel without NUMA) node 0.
+ */
+static bool gp_node_has_memory(int node, char *list, size_t len)
+{
+	FILE *f = fopen("/sys/devices/system/node/has_memory", "re");
+	const char *p = list;
+	char *end;
+	long lo, hi;
+
+	snprintf(list, len, "0");
+	if (f) {
+		if (!fgets(list, (int)len, f))
+			list[0] = 0;
+		fclose(f);
+		list[strcspn(list, "\n")] = 0;
+	}
+	while (*p) {
+		lo = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		hi = lo;
+		p = end;
+		if (*p == '-') {
+			hi = strtol(p + 1, &end, 10);
+			p = end;
+		}
+		if (node >= lo && node <= hi)
+			return true;
+		if (*p != ',')
+			break;
+		p++;
+	}
+	return false;
+}
+
 static int gp_user_open(struct gp_ctx *ctx)
 {
+	char nodes[256];
 	struct rlimit rl;
+
+	if (ctx->numa_node >= 0 && (ctx->opt.flags & GP_OPEN_NUMA_STRICT) &&
+	    !gp_node_has_memory(ctx->numa_node, nodes, sizeof(nodes)))
+		return gp_strict_node_error(ctx, "this machine has no memory",
+					    nodes);
 
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
 		ctx->hst.memlock_limit = rl.rlim_cur == RLIM_INFINITY ?
@@ -188,7 +231,7 @@ static int gp_user_import(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 {
 	struct stat st;
 	void *addr;
-	int e;
+	int e, seals;
 
 	if (fstat(fd, &st))
 		return gp_err(ctx, -errno, "import: fstat: %s", strerror(errno));
@@ -202,6 +245,16 @@ static int gp_user_import(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 		return gp_err(ctx, -EINVAL,
 			      "import: descriptor %d is not a gpupool buffer",
 			      fd);
+	/* Whoever else holds the file could shrink it under our mapping and
+	 * make every access past the new end fault: only a file sealed
+	 * against that (as gp_host_export's memfds are) is mapped.
+	 */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return gp_err(ctx, -EINVAL,
+			      "import: descriptor %d is not a gpupool buffer: a file "
+			      "not sealed against shrinking (F_SEAL_SHRINK) could be "
+			      "truncated under the mapping", fd);
 	addr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		    fd, 0);
 	if (addr == MAP_FAILED)

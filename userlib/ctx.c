@@ -113,6 +113,15 @@ static int gp_check_options(const struct gp_options *o)
 	return 0;
 }
 
+int gp_strict_node_error(struct gp_ctx *ctx, const char *what,
+			 const char *nodes)
+{
+	return gp_err(ctx, -ENODEV,
+		      "%s on NUMA node %d, and GP_OPEN_NUMA_STRICT "
+		      "allows no other (nodes that can serve: %s)",
+		      what, ctx->numa_node, *nodes ? nodes : "none");
+}
+
 static int gp_pick_backend(struct gp_ctx *ctx)
 {
 	int ret;
@@ -122,7 +131,7 @@ static int gp_pick_backend(struct gp_ctx *ctx)
 		if (!ret) {
 			ctx->backend = GP_BACKEND_KERNEL;
 			ctx->ops = &gp_backend_kernel;
-			return 0;
+			return ctx->ops->open(ctx);
 		}
 		if (ctx->opt.backend == GP_BACKEND_KERNEL)
 			return ret;

@@ -109,6 +109,11 @@ struct gp_backend_ops {
 	int (*export_fd)(struct gp_ctx *ctx, struct gp_seg *seg, int *fd);
 	int (*import_fd)(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
 };
+/* GP_OPEN_NUMA_STRICT to a node that cannot serve it: -ENODEV at open,
+ * naming the nodes that can (nodes: their list, "0-1,3").
+ */
+int gp_strict_node_error(struct gp_ctx *ctx, const char *what,
+			 const char *nodes);
 extern const struct gp_backend_ops gp_backend_user;
 extern const struct gp_backend_ops gp_backend_kernel;
 
@@ -133,6 +138,7 @@ struct gp_ctx {
 	int kfd;
 	uint32_t kmod_major, kmod_minor;
 	uint64_t kgran;
+	uint64_t knode_mask;		/* the module's sub-pools, by node */
 
 	struct gp_cuda cuda;
 

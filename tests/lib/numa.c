@@ -42,6 +42,39 @@ TEST(node_zero)
 	gp_close(ctx);
 }
 
+/* A node no machine here has: strict placement there fails at gp_open,
+ * naming the nodes that can serve (on the kernel backend, the module's
+ * sub-pools); preferred placement there opens and allocates anywhere.
+ */
+TEST(strict_node_that_cannot_serve)
+{
+	struct gp_options o;
+	struct gp_ctx *ctx = NULL;
+	char *p;
+	int r;
+
+	gp_options_init(&o);
+	o.numa_node = 63;
+	o.flags = GP_OPEN_NUMA_STRICT;
+	r = gp_open(&o, &ctx);
+	if (r == -ENODEV && backend_forced_kernel() && access("/dev/gpupool", F_OK))
+		SKIP(return, "no /dev/gpupool");
+	ASSERT_EQ(-ENODEV, r);
+	ASSERT_EQ(NULL, ctx);
+	ASSERT_NE(NULL, strstr(gp_last_error(NULL), "NUMA node 63"))
+		TH_LOG("%s", gp_last_error(NULL));
+	ASSERT_NE(NULL, strstr(gp_last_error(NULL), "can serve: 0"))
+		TH_LOG("%s", gp_last_error(NULL));
+
+	o.flags = 0;
+	OPEN(&o, &ctx);
+	ASSERT_EQ(0, gp_host_alloc(ctx, 1 << 20, 0, (void **)&p))
+		TH_LOG("%s", gp_last_error(ctx));
+	p[0] = 1;
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	gp_close(ctx);
+}
+
 /* The first PCI device of this machine and its node from sysfs. */
 static int first_pci(char *id, size_t len)
 {

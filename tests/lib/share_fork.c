@@ -4,9 +4,11 @@
  * by a child after fork() (with a context of its own) and both see the same
  * bytes, both ways.  Only shared buffers can be exported.
  */
-#include <sys/wait.h>
+#include "helpers.h"	/* first: it defines _GNU_SOURCE */
 
-#include "helpers.h"
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 #define SIZE ((3u << 20) + 12345)
 
@@ -52,8 +54,11 @@ TEST(fork_import)
 	ASSERT_EQ(0, gp_host_stats(ctx, &st));
 	ASSERT_EQ(1, st.exports);
 	ASSERT_EQ(1, st.imports);
+	ASSERT_EQ(2, st.allocs);	/* p, and the import q */
 	ASSERT_EQ(0, gp_host_free(ctx, q));
 	ASSERT_EQ(0, gp_host_free(ctx, p));
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	ASSERT_EQ(st.allocs, st.frees);
 	close(fd);
 	gp_close(ctx);
 }
@@ -129,6 +134,37 @@ TEST(export_needs_shared)
 	ASSERT_EQ(0, gp_host_free(ctx, p));
 	ASSERT_EQ(-EINVAL, gp_host_import(ctx, 0, &p, NULL));	/* stdin */
 	gp_close(ctx);
+}
+
+/* A memfd its holder could still shrink is refused (the importer would
+ * fault past the new end); the same memfd sealed against shrinking is
+ * mapped.  Nothing is counted for the refusal.
+ */
+TEST(import_needs_shrink_seal)
+{
+	struct gp_host_stats st;
+	struct gp_ctx *ctx;
+	size_t size = 0;
+	char *p = NULL;
+	int fd = memfd_create("not-gpupool", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 2 << 20));
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(-EINVAL, gp_host_import(ctx, fd, (void **)&p, &size));
+	ASSERT_NE(NULL, strstr(gp_last_error(ctx), "F_SEAL_SHRINK"))
+		TH_LOG("%s", gp_last_error(ctx));
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	ASSERT_EQ(0, st.imports);
+	ASSERT_EQ(0, fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK));
+	ASSERT_EQ(0, gp_host_import(ctx, fd, (void **)&p, &size))
+		TH_LOG("%s", gp_last_error(ctx));
+	ASSERT_EQ(2u << 20, size);
+	p[0] = 1;
+	p[size - 1] = 2;
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	gp_close(ctx);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN
