@@ -5,8 +5,8 @@
 #      and libFuzzer runs (bounded, seeded), the tools and Python tests
 #   2. checkpatch on the kernel code
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
-#      tests again in a two-node VM, and libgpupool's tests on the kernel
-#      backend
+#      tests again in a two-node VM (and libgpupool's NUMA tests on the
+#      user backend there), and libgpupool's tests on the kernel backend
 #   4. the whole VM suite on the debug kernel (KASAN, lockdep, UBSAN,
 #      kmemleak; scripts/debug-kernel.sh builds it once, then reuses it:
 #      in the background, at the lowest CPU priority, from the start, so
@@ -122,6 +122,11 @@ for k in $kvers; do
 	step "NUMA: the node tests in a VM with two nodes, on $k"
 	vm "numa-$k" --kernel "$k" --numa \
 		--ko "$O/kmod/$k/gpupool.ko" --tests "$O/tests/vm" --filter 'numa*' \
+		--build-dir "$O" --quiet || status=1
+	step "libgpupool's NUMA placement on the user backend, in the two-node VM on $k"
+	vm "libnuma-$k" --kernel "$k" --numa \
+		--ko "$O/kmod/$k/gpupool.ko" --env GPUPOOL_BACKEND=user \
+		--tests "$O/tests/lib" --filter 'numa' \
 		--build-dir "$O" --quiet || status=1
 	step "reservation and growth across 6 CPUs, half the memory ZONE_MOVABLE, on $k"
 	vm "smp6-$k" --kernel "$k" --smp 6 \

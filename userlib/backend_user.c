@@ -8,6 +8,8 @@
  *  - Huge pages: segments that are a multiple of 2 MiB first try
  *    MFD_HUGETLB; once that fails (no huge pages reserved) the context stops
  *    trying and asks for transparent huge pages with MADV_HUGEPAGE instead.
+ *    A segment whose huge pages map but cannot be faulted in (reserved on
+ *    nodes that mbind does not allow) is made again of normal pages.
  *  - NUMA: mbind() through the raw system call (no libnuma), before any page
  *    exists, so that the pages are born on the node.
  *  - mlock() both faults every page in (what MAP_POPULATE would do) and pins
@@ -145,9 +147,11 @@ static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 		       bool keep_fd)
 {
 	bool huge = ctx->hugetlb_ok && size % GP_HUGE_PAGE == 0;
-	void *addr = MAP_FAILED;
+	void *addr;
 	int fd = -1, e, ret;
 
+retry:
+	addr = MAP_FAILED;
 	for (;;) {
 		unsigned int mfd = MFD_CLOEXEC | MFD_ALLOW_SEALING;
 
@@ -183,6 +187,21 @@ static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 		goto out_unmap;
 	if (gp_mlock(addr, size)) {
 		e = errno;
+		if (huge && e == ENOMEM) {
+			/* Huge pages are reserved when mapped but taken when
+			 * faulted, and mbind may allow only nodes that have
+			 * none left (GP_OPEN_NUMA_STRICT): try normal pages
+			 * (if RLIMIT_MEMLOCK was the reason, they fail too,
+			 * and say so).
+			 */
+			gp_debug(ctx, "huge pages of %llu bytes not faulted in (%s); using normal pages",
+				 (unsigned long long)size, strerror(e));
+			munmap(addr, size);
+			ctx->hst.unmap_calls++;
+			close(fd);
+			huge = false;
+			goto retry;
+		}
 		ret = (e == ENOMEM || e == EPERM || e == EAGAIN) ?
 		      gp_memlock_error(ctx, e, size) :
 		      gp_err(ctx, -e, "mlock: %s", strerror(e));

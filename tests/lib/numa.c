@@ -75,6 +75,81 @@ TEST(strict_node_that_cannot_serve)
 	gp_close(ctx);
 }
 
+#define NODE_HUGE	"/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages"
+
+static long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static int write_long(const char *path, long v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%ld\n", v) > 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* Huge pages reserved on node 1 only, placement strict on node 0 (user
+ * backend): the hugetlb memfd maps (its reservation is global) but its
+ * pages cannot be faulted in on node 0.  The segment is made again of
+ * normal pages on node 0.  Needs root and two nodes (the NUMA VM).
+ */
+TEST(strict_node_without_huge_pages)
+{
+	char p0[128], p1[128];
+	struct gp_host_stats st;
+	struct gp_options o;
+	struct gp_ctx *ctx;
+	long old0, old1;
+	char *p = NULL;
+
+	snprintf(p0, sizeof(p0), NODE_HUGE, 0);
+	snprintf(p1, sizeof(p1), NODE_HUGE, 1);
+	old0 = read_long(p0);
+	old1 = read_long(p1);
+	if (old0 < 0 || old1 < 0 || geteuid())
+		SKIP(return, "needs root and NUMA nodes 0 and 1");
+	if (backend_forced_kernel())
+		SKIP(return, "a user backend test");
+	ASSERT_EQ(0, write_long(p0, 0));
+	ASSERT_EQ(0, write_long(p1, 32));	/* 64 MiB: more than a segment */
+	if (read_long(p1) < 1) {
+		write_long(p1, old1);
+		write_long(p0, old0);
+		SKIP(return, "no huge pages could be reserved on node 1");
+	}
+	gp_options_init(&o);
+	o.backend = GP_BACKEND_USER;
+	o.numa_node = 0;
+	o.flags = GP_OPEN_NUMA_STRICT;
+	OPEN(&o, &ctx);
+	EXPECT_EQ(0, gp_host_alloc(ctx, 2 << 20, 0, (void **)&p))
+		TH_LOG("%s", gp_last_error(ctx));
+	if (p) {
+		p[0] = 1;
+		p[(2 << 20) - 1] = 1;
+		EXPECT_EQ(0, page_node(p));
+		EXPECT_EQ(0, gp_host_stats(ctx, &st));
+		EXPECT_EQ(0, st.segments_huge);
+		EXPECT_EQ(0, gp_host_free(ctx, p));
+	}
+	gp_close(ctx);
+	EXPECT_EQ(0, write_long(p1, old1));
+	EXPECT_EQ(0, write_long(p0, old0));
+}
+
 /* The first PCI device of this machine and its node from sysfs. */
 static int first_pci(char *id, size_t len)
 {
