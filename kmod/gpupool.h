@@ -78,6 +78,8 @@ struct gp_counters {
 	u64 growths;
 };
 
+#define GP_MAP_CELLS	64	/* characters of a NodeNMap line */
+
 struct gp_node {
 	int nid;
 
@@ -109,6 +111,14 @@ struct gp_node {
 	 * busy the pool is.
 	 */
 	u64 zero_done;
+	/*
+	 * The bytes of c.zeroing_bytes and c.quarantined_bytes by cell of the
+	 * /proc occupancy map (GP_MAP_CELLS equal parts of the node's offset
+	 * space, cap_blocks blocks): kept with them, so that drawing the map
+	 * walks no list under stat_lock.
+	 */
+	u64 map_zeroing[GP_MAP_CELLS];
+	u64 map_quarantined[GP_MAP_CELLS];
 
 	wait_queue_head_t zero_wait;	/* allocations waiting for zero_done */
 	struct work_struct zero_work;

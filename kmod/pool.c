@@ -303,6 +303,41 @@ out:
 /* Release, zeroing and quarantine ------------------------------------------- */
 
 /*
+ * Add (sign > 0) or take (sign < 0) the bytes of [off, off + size) to or
+ * from cells, the GP_MAP_CELLS equal parts of [0, space).
+ */
+static void gp_map_cells(u64 *cells, u64 space, u64 off, u64 size, int sign)
+{
+	u64 cell = div64_u64(space, GP_MAP_CELLS);
+	u64 end = min(off + size, space);
+	unsigned int i;
+
+	if (!cell)
+		return;
+	for (i = div64_u64(off, cell); i < GP_MAP_CELLS && off < end; i++) {
+		u64 lim = i == GP_MAP_CELLS - 1 ? space : (u64)(i + 1) * cell;
+		u64 part = min(end, lim) - off;
+
+		if (sign > 0)
+			cells[i] += part;
+		else
+			cells[i] -= min(part, cells[i]);
+		off += part;
+	}
+}
+
+static u64 gp_node_space(const struct gp_node *n)
+{
+	return (u64)n->cap_blocks * GP_BLOCK_SIZE;
+}
+
+/* c enters (sign > 0) or leaves a state whose cells are these; stat_lock. */
+static void gp_map_note(struct gp_chunk *c, u64 *cells, int sign)
+{
+	gp_map_cells(cells, gp_node_space(c->node), c->offset, c->size, sign);
+}
+
+/*
  * The last reference to c is gone.  May run under mmap_lock (vma close):
  * no sleeping, just hand it to the zeroing worker.
  */
@@ -317,6 +352,7 @@ void gp_pool_release_chunk(struct gp_chunk *c)
 	n->c.frees++;
 	n->c.zeroing_bytes += c->size;
 	n->c.zeroing_chunks++;
+	gp_map_note(c, n->map_zeroing, 1);
 	list_add_tail(&c->link, &n->dirty);
 	spin_unlock(&n->stat_lock);
 	queue_work_node(n->nid, gp_wq, &n->zero_work);
@@ -359,6 +395,7 @@ static void gp_chunk_return(struct gp_chunk *c)
 	spin_lock(&n->stat_lock);
 	n->c.zeroing_bytes -= c->size;
 	n->c.zeroing_chunks--;
+	gp_map_note(c, n->map_zeroing, -1);
 	n->zero_done++;
 	spin_unlock(&n->stat_lock);
 	mutex_unlock(&n->lock);
@@ -373,9 +410,11 @@ static void gp_quarantine(struct gp_node *n, struct gp_chunk *c)
 	spin_lock(&n->stat_lock);
 	n->c.zeroing_bytes -= c->size;
 	n->c.zeroing_chunks--;
+	gp_map_note(c, n->map_zeroing, -1);
 	n->zero_done++;
 	n->c.quarantined_bytes += c->size;
 	n->c.quarantined_chunks++;
+	gp_map_note(c, n->map_quarantined, 1);
 	list_add_tail(&c->link, &n->quarantine);
 	spin_unlock(&n->stat_lock);
 	wake_up_all(&n->zero_wait);
@@ -433,8 +472,10 @@ static void gp_quarantine_fn(struct work_struct *work)
 	list_for_each_entry(c, &clear, link) {
 		n->c.quarantined_bytes -= c->size;
 		n->c.quarantined_chunks--;
+		gp_map_note(c, n->map_quarantined, -1);
 		n->c.zeroing_bytes += c->size;
 		n->c.zeroing_chunks++;
+		gp_map_note(c, n->map_zeroing, 1);
 	}
 	again = !list_empty(&n->quarantine);
 	spin_unlock(&n->stat_lock);
@@ -644,49 +685,26 @@ int gp_pool_show_bins(struct seq_file *m)
 /*
  * NodeNMap: the node's offset space in GP_MAP_CELLS equal cells, each shown
  * by the state that holds most of its bytes: '#' in use, '.' free, 'z'
- * waiting to be zeroed, 'q' quarantined, ' ' not reserved (room to grow).
- * A picture, not a figure: the counters above are exact, a cell is not
- * (the chunk the zeroing worker holds at that instant shows as in use).
+ * being zeroed or waiting for it, 'q' quarantined, ' ' not reserved (room
+ * to grow).  A picture, not a figure: the counters above are exact; the
+ * cells come from a walk in slices (gp_walk_node) and the per-cell
+ * zeroing and quarantine bytes read after it.
  */
-#define GP_MAP_CELLS	64
-
 enum {
 	GP_MAP_FREE, GP_MAP_USED, GP_MAP_ZEROING, GP_MAP_QUARANTINED, GP_MAP_NR
 };
 
 struct gp_map {
 	u64 space;			/* bytes the cells cover */
-	u64 bytes[GP_MAP_CELLS][GP_MAP_NR];
+	u64 bytes[GP_MAP_NR][GP_MAP_CELLS];
 };
-
-/* Add [off, off + size) to the cells it overlaps, as state st (or take it
- * from GP_MAP_USED, sign < 0: released chunks are still in use for bfc).
- */
-static void gp_map_add(struct gp_map *map, u64 off, u64 size, int st, int sign)
-{
-	u64 cell = div64_u64(map->space, GP_MAP_CELLS);
-	u64 end = min(off + size, map->space);
-	unsigned int i;
-
-	if (!cell)
-		return;
-	for (i = div64_u64(off, cell); i < GP_MAP_CELLS && off < end; i++) {
-		u64 lim = i == GP_MAP_CELLS - 1 ? map->space : (u64)(i + 1) * cell;
-		u64 part = min(end, lim) - off;
-
-		map->bytes[i][st] += part;
-		/* The walk ran in slices: the chunk may have been seen free. */
-		if (sign < 0)
-			map->bytes[i][GP_MAP_USED] -=
-				min(part, map->bytes[i][GP_MAP_USED]);
-		off += part;
-	}
-}
 
 static int gp_map_chunk(void *ctx, const struct bfc_chunk_info *c)
 {
-	gp_map_add(ctx, c->addr, c->size,
-		   c->in_use ? GP_MAP_USED : GP_MAP_FREE, 1);
+	struct gp_map *map = ctx;
+
+	gp_map_cells(map->bytes[c->in_use ? GP_MAP_USED : GP_MAP_FREE],
+		     map->space, c->addr, c->size, 1);
 	return 0;
 }
 
@@ -694,21 +712,20 @@ static int gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
 				 struct gp_map *map)
 {
 	static const char glyph[GP_MAP_NR] = { '.', '#', 'z', 'q' };
-	struct gp_chunk *c;
+	u64 *used = map->bytes[GP_MAP_USED];
 	unsigned int i, st;
 	int ret;
 
 	memset(map, 0, sizeof(*map));
-	map->space = (u64)n->cap_blocks * GP_BLOCK_SIZE;
+	map->space = gp_node_space(n);
 	ret = gp_walk_node(n, gp_map_chunk, map);
 	if (ret)
 		return ret;
-	/* Released chunks stay in use for bfc until zeroed: move them. */
 	spin_lock(&n->stat_lock);
-	list_for_each_entry(c, &n->dirty, link)
-		gp_map_add(map, c->offset, c->size, GP_MAP_ZEROING, -1);
-	list_for_each_entry(c, &n->quarantine, link)
-		gp_map_add(map, c->offset, c->size, GP_MAP_QUARANTINED, -1);
+	memcpy(map->bytes[GP_MAP_ZEROING], n->map_zeroing,
+	       sizeof(n->map_zeroing));
+	memcpy(map->bytes[GP_MAP_QUARANTINED], n->map_quarantined,
+	       sizeof(n->map_quarantined));
 	spin_unlock(&n->stat_lock);
 
 	seq_printf(m, "Node%dMap: ", n->nid);
@@ -716,9 +733,14 @@ static int gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
 		unsigned int best = GP_MAP_NR;
 		u64 most = 0;
 
+		/* Released chunks stay in use for bfc until zeroed (the walk,
+		 * in slices, may also have seen one free): move their bytes.
+		 */
+		used[i] -= min(used[i], map->bytes[GP_MAP_ZEROING][i] +
+				       map->bytes[GP_MAP_QUARANTINED][i]);
 		for (st = 0; st < GP_MAP_NR; st++) {
-			if (map->bytes[i][st] > most) {
-				most = map->bytes[i][st];
+			if (map->bytes[st][i] > most) {
+				most = map->bytes[st][i];
 				best = st;
 			}
 		}

@@ -222,6 +222,12 @@ cmdline="console=ttyS0 panic=-1 printk.devkmsg=on log_buf_len=8M"
 cmdline+=" no_timer_check i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests"
 # ... and no jitter-entropy self-test (6.12: 0.3 s; the VM needs no entropy).
 cmdline+=" initcall_blacklist=jent_mod_init"
+# No clocksource watchdog on the TSC: on a loaded host a TCG vCPU stalls for
+# milliseconds, the watchdog then marks the TSC unstable, and flipping the
+# sched_clock static key patches kernel text under the other vCPU, which
+# TCG does not always survive (seen once on 6.12: an int3 oops in
+# sched_clock_cpu from __sched_clock_work while fuzz_device ran).
+cmdline+=" tsc=reliable"
 # A task stuck in the kernel for 60 s is reported (a splat) well before
 # --timeout kills the VM.
 cmdline+=" sysctl.kernel.hung_task_timeout_secs=60"

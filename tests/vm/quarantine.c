@@ -17,10 +17,27 @@
 
 #define CH	(64 * KiB)	/* a pipe's default 16 buffers */
 
+/* The occupancy map of /proc/gpupool (one node): 64 characters. */
+static int proc_map(char *map)
+{
+	char text[16384];
+	const char *p;
+
+	if (gp_read_file(GP_PROC, text, sizeof(text)) <= 0)
+		return -1;
+	p = strstr(text, "Map: ");
+	if (!p || strlen(p) < 5 + 64)
+		return -1;
+	memcpy(map, p + 5, 64);
+	map[64] = 0;
+	return 0;
+}
+
 TEST(vmsplice_holds_pages)
 {
 	struct gpupool_pool_stats s;
 	unsigned char buf[CH];
+	char map[65];
 	struct iovec iov;
 	int fd, pfd[2], i;
 	uint64_t h;
@@ -52,6 +69,10 @@ TEST(vmsplice_holds_pages)
 	EXPECT_EQ(2 * MiB - CH, s.free);
 	EXPECT_EQ(CH >> 10, gp_proc_num("Quarantined"));
 	EXPECT_EQ(1, gp_proc_num("ChunksQuarantined"));
+	/* 2 MiB in 64 cells of 32 KiB: the chunk at offset 0 is two. */
+	ASSERT_EQ(0, proc_map(map));
+	EXPECT_EQ(0, strncmp(map, "qq...", 5)) TH_LOG("map '%s'", map);
+	EXPECT_EQ(2, (int)(strrchr(map, 'q') - map + 1)) TH_LOG("map '%s'", map);
 	/* The rest of the pool is usable, the quarantined part is not. */
 	EXPECT_EQ(0, gp_alloc(fd, 2 * MiB));
 	EXPECT_EQ(ENOMEM, errno);
@@ -73,8 +94,15 @@ TEST(vmsplice_holds_pages)
 	s = gp_pool();
 	EXPECT_EQ(0, s.quarantined);
 	EXPECT_EQ(2 * MiB, s.free);
+	ASSERT_EQ(0, proc_map(map));
+	EXPECT_EQ(NULL, strpbrk(map, "qz#")) TH_LOG("map '%s'", map);
 	h = gp_alloc(fd, 2 * MiB);
 	ASSERT_NE(0, h);
+	/* All in use: a cell still counting zeroing or quarantined bytes
+	 * would show them instead.
+	 */
+	ASSERT_EQ(0, proc_map(map));
+	EXPECT_EQ(NULL, strpbrk(map, "qz. ")) TH_LOG("map '%s'", map);
 	p = gp_map(fd, h, 2 * MiB);
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_TRUE(gp_all_bytes(p, 2 * MiB, 0));
