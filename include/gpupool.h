@@ -193,9 +193,10 @@ struct gp_host_stats {
 	uint64_t memlock_limit;		/* RLIMIT_MEMLOCK (user backend), or 0 */
 	uint64_t segments;		/* segments mapped now */
 	uint64_t segments_huge;		/* of which on huge pages */
-	uint64_t allocs, frees;		/* calls that succeeded (imports
-					 * count as allocations)
-					 */
+	/* gp_host_alloc / gp_host_free calls that succeeded; gp_host_free
+	 * also frees imports: live buffers = allocs + imports - frees.
+	 */
+	uint64_t allocs, frees;
 	uint64_t cache_hits;		/* allocations served without mapping */
 	uint64_t map_calls;		/* segments mapped (mmap / ALLOC), ever */
 	uint64_t unmap_calls;		/* segments unmapped, ever */

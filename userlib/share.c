@@ -77,7 +77,6 @@ GP_API int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size)
 	ctx->hst.in_use += seg->size;
 	ctx->hst.requested += seg->size;
 	ctx->hst.imports++;
-	ctx->hst.allocs++;	/* gp_host_free frees it: frees counts that */
 	*ptr = (void *)(uintptr_t)seg->addr;
 	if (size)
 		*size = seg->size;
