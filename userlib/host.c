@@ -271,6 +271,13 @@ static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
 		want = least <= GP_HOST_MEDIUM_MAX ? GP_HOST_MEDIUM_SEG :
 		       gp_round_up(size, GP_HUGE_PAGE);
 	}
+	/* A segment of `want` that host_limit could not hold even with every
+	 * idle segment released: go for `least` at once, before any release
+	 * (it may fit as things are).
+	 */
+	if (want > least && ctx->opt.host_limit &&
+	    ctx->hst.reserved - ctx->idle_bytes + want > ctx->opt.host_limit)
+		want = least;
 	ret = gp_host_make_room(ctx, want);
 	if (ret && want > least)
 		ret = gp_host_make_room(ctx, want = least);

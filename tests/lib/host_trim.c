@@ -146,6 +146,38 @@ TEST(limit)
 	gp_close(ctx);
 }
 
+/* Growth under host_limit: when the preferred 20 MiB segment could not fit
+ * even with every idle segment released, the segment the request needs
+ * (4 MiB) is tried first, as things are: the idle 12 MiB small segment
+ * stays cached.  (It used to be released for nothing.)
+ */
+TEST(limit_smaller_segment_keeps_cache)
+{
+	struct gp_host_stats st;
+	struct gp_options o;
+	struct gp_ctx *ctx;
+	void *big, *small, *mid;
+
+	gp_options_init(&o);
+	o.host_limit = 48 << 20;
+	o.host_small_segment = 12 << 20;
+	OPEN(&o, &ctx);
+	ASSERT_EQ(0, gp_host_alloc(ctx, 1000, 0, &small));
+	ASSERT_EQ(0, gp_host_alloc(ctx, 30 << 20, 0, &big));
+	ASSERT_EQ(0, gp_host_free(ctx, small));
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	ASSERT_EQ(12 << 20, st.idle);
+	ASSERT_EQ(42 << 20, st.reserved);
+	ASSERT_EQ(0, gp_host_alloc(ctx, 4 << 20, 0, &mid)) TH_LOG("%s", gp_last_error(ctx));
+	ASSERT_EQ(0, gp_host_stats(ctx, &st));
+	EXPECT_EQ(12 << 20, st.idle);
+	EXPECT_EQ(0, st.trimmed);
+	EXPECT_EQ(46 << 20, st.reserved);
+	ASSERT_EQ(0, gp_host_free(ctx, mid));
+	ASSERT_EQ(0, gp_host_free(ctx, big));
+	gp_close(ctx);
+}
+
 /* An import is mapped too: host_limit counts it, and idle segments go to
  * make room for it as for a new segment.
  */
