@@ -90,8 +90,10 @@ void gp_options_init(struct gp_options *opts);
 
 /* Open a context.  opts may be NULL (defaults).  *ctx is owned by the caller
  * and released with gp_close().  Errors: -EINVAL (bad options), -ENODEV
- * (forced kernel backend without /dev/gpupool, or CUDA required and not
- * usable), -EPROTO (module ABI incompatible), -EACCES, -ENOMEM.  The message
+ * (forced kernel backend without /dev/gpupool, CUDA required and not
+ * usable, or GP_OPEN_NUMA_STRICT to a node that cannot serve: no memory
+ * there, or no gpupool.ko sub-pool there), -EPROTO (module ABI
+ * incompatible), -EACCES, -ENOMEM.  The message
  * of a failed gp_open() is read with gp_last_error(NULL) on the same thread.
  */
 int gp_open(const struct gp_options *opts, struct gp_ctx **ctx);
@@ -174,6 +176,9 @@ int gp_host_export(struct gp_ctx *ctx, void *ptr, int *fd);
  * (the same bytes) is owned by the caller and released with gp_host_free();
  * *size (may be NULL) is its length.  It counts against host_limit like a
  * segment: -ENOMEM when it does not fit even after releasing idle segments.
+ * -EINVAL for a descriptor that is no gpupool buffer, including a file not
+ * sealed against shrinking (F_SEAL_SHRINK: gp_host_export's are), which its
+ * holder could truncate under the mapping.
  */
 int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size);
 

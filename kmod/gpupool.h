@@ -24,7 +24,9 @@
 
 #include <linux/atomic.h>
 #include <linux/kref.h>
+#include <linux/kernel.h>
 #include <linux/list.h>
+#include <linux/lockdep.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -131,6 +133,9 @@ struct gp_node {
 
 static inline void gp_node_lock(struct gp_node *n)
 {
+	/* The trylock path would hide this from lockdep and might_sleep(). */
+	might_lock(&n->lock);
+	might_sleep();
 	if (mutex_trylock(&n->lock))
 		return;
 	atomic_inc(&n->lock_waiters);

@@ -619,20 +619,38 @@ static void gp_walk_yield(struct gp_node *n)
 {
 	u64 until = ktime_get_ns() + NSEC_PER_MSEC;
 
-	while (atomic_read(&n->lock_waiters) && ktime_get_ns() < until)
+	/* need_resched: a waiter woken on this CPU runs at cond_resched(). */
+	while (atomic_read(&n->lock_waiters) && !need_resched() &&
+	       ktime_get_ns() < until)
 		cpu_relax();
 }
 
+/*
+ * A walk resumes from a hint chunk; when changes between slices keep
+ * removing it, it looks again from the region's start, and could in the
+ * worst case step over the same chunks for ever.  So it gets four times
+ * the slices an undisturbed walk takes (plus some); past that, the rest
+ * is walked in one hold of the lock, as all of it was before slices.
+ */
 static int gp_walk_node(struct gp_node *n,
 			int (*fn)(void *ctx, const struct bfc_chunk_info *c),
 			void *ctx)
 {
 	struct bfc_cursor cur = { 0 };
+	u64 slices = 0, budget = 0;
+	struct bfc_stats st;
 	int ret;
 
 	for (;;) {
 		mutex_lock(&n->lock);
-		ret = bfc_walk_chunks(n->bfc, &cur, GP_WALK_SLICE, fn, ctx);
+		if (!budget) {
+			bfc_get_stats(n->bfc, &st);
+			budget = 4 * div_u64(st.chunks_in_use + st.chunks_free,
+					     GP_WALK_SLICE) + 64;
+		}
+		ret = bfc_walk_chunks(n->bfc, &cur,
+				      ++slices < budget ? GP_WALK_SLICE : 0,
+				      fn, ctx);
 		mutex_unlock(&n->lock);
 		if (ret != BFC_WALK_MORE)
 			return ret;

@@ -13,6 +13,7 @@
 #include <linux/fs.h>
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/gpupool.h>
 
@@ -93,9 +94,29 @@ static int gpupool_proc_show(struct seq_file *m, void *v)
 	return gp_pool_show_bins(m) ?: gp_pool_show_map(m);
 }
 
+/*
+ * seq_file runs show() again, from the start, whenever the text outgrows
+ * its buffer, and show() walks every chunk: start with room for the
+ * figures, the bins and map of every node and a thousand holder lines,
+ * not proc_create_single()'s one page.
+ */
+#define GP_PROC_BUF	SZ_64K
+
+static int gpupool_proc_open(struct inode *inode, struct file *file)
+{
+	return single_open_size(file, gpupool_proc_show, NULL, GP_PROC_BUF);
+}
+
+static const struct proc_ops gpupool_proc_ops = {
+	.proc_open	= gpupool_proc_open,
+	.proc_read	= seq_read,
+	.proc_lseek	= seq_lseek,
+	.proc_release	= single_release,
+};
+
 int gpupool_proc_init(void)
 {
-	if (!proc_create_single(GPUPOOL_NAME, 0444, NULL, gpupool_proc_show))
+	if (!proc_create(GPUPOOL_NAME, 0444, NULL, &gpupool_proc_ops))
 		return -ENOMEM;
 	return 0;
 }

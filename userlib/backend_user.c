@@ -38,23 +38,43 @@
 #define MFD_HUGE_2MB	(21u << 26)
 #endif
 
-/* Whether node has memory by /sys/devices/system/node/has_memory ("0-1,3",
- * copied into list); without that file (a kernel without NUMA) node 0.
+/* A node list for a message: as much as fits, "..." where it was cut. */
+static void gp_copy_list(char *dst, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n < len) {
+		memcpy(dst, src, n + 1);
+		return;
+	}
+	memcpy(dst, src, len - 4);
+	memcpy(dst + len - 4, "...", 4);
+}
+
+/* Whether node has memory by /sys/devices/system/node/has_memory ("0-1,3";
+ * its start copied into list for messages).  True when that cannot be
+ * read (no sysfs in a sandbox, no descriptor left): the open must not be
+ * refused on a guess; mbind then says what is wrong at the first
+ * allocation.  A kernel without NUMA has the file too ("0").
  */
 static bool gp_node_has_memory(int node, char *list, size_t len)
 {
-	FILE *f = fopen("/sys/devices/system/node/has_memory", "re");
-	const char *p = list;
+	int fd = open("/sys/devices/system/node/has_memory", O_RDONLY | O_CLOEXEC);
+	char buf[8192];	/* 1024 nodes, every other one: under 5000 bytes */
+	const char *p = buf;
+	ssize_t n = -1;
 	char *end;
 	long lo, hi;
 
-	snprintf(list, len, "0");
-	if (f) {
-		if (!fgets(list, (int)len, f))
-			list[0] = 0;
-		fclose(f);
-		list[strcspn(list, "\n")] = 0;
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
 	}
+	if (n < 0 || (size_t)n == sizeof(buf) - 1)
+		return true;	/* unreadable, or longer than any machine's */
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	gp_copy_list(list, len, buf);
 	while (*p) {
 		lo = strtol(p, &end, 10);
 		if (end == p)
@@ -187,12 +207,13 @@ retry:
 		goto out_unmap;
 	if (gp_mlock(addr, size)) {
 		e = errno;
-		if (huge && e == ENOMEM) {
+		if (huge && (e == ENOMEM || e == EAGAIN)) {
 			/* Huge pages are reserved when mapped but taken when
 			 * faulted, and mbind may allow only nodes that have
-			 * none left (GP_OPEN_NUMA_STRICT): try normal pages
-			 * (if RLIMIT_MEMLOCK was the reason, they fail too,
-			 * and say so).
+			 * none left (GP_OPEN_NUMA_STRICT): the fault fails
+			 * (SIGBUS: mlock says ENOMEM; out of memory: EAGAIN).
+			 * Try normal pages (if RLIMIT_MEMLOCK was the reason,
+			 * they fail too, and say so).
 			 */
 			gp_debug(ctx, "huge pages of %llu bytes not faulted in (%s); using normal pages",
 				 (unsigned long long)size, strerror(e));
