@@ -235,11 +235,10 @@ struct bfc_bin_stats {
 	uint64_t requested_bytes;
 };
 void bfc_get_bin_stats(const struct bfc *b, struct bfc_bin_stats bins[BFC_NR_BINS]);
-/* Count one chunk into bins (for a caller gathering them with
- * bfc_walk_chunks()).
+/* Count one chunk into bins (a struct bfc_bin_stats[BFC_NR_BINS], zeroed
+ * first); shaped as a walk callback, for bfc_walk_chunks(): returns 0.
  */
-void bfc_bin_stats_add(struct bfc_bin_stats bins[BFC_NR_BINS],
-		       const struct bfc_chunk_info *c);
+int bfc_bin_stats_add(void *bins, const struct bfc_chunk_info *c);
 
 /* Checking and diagnostics ------------------------------------------------ */
 

@@ -8,10 +8,9 @@
 
 #define BFC_ULL(x)	((unsigned long long)(x))
 
-void bfc_bin_stats_add(struct bfc_bin_stats bins[BFC_NR_BINS],
-		       const struct bfc_chunk_info *c)
+int bfc_bin_stats_add(void *bins, const struct bfc_chunk_info *c)
 {
-	struct bfc_bin_stats *bs = &bins[c->bin];
+	struct bfc_bin_stats *bs = (struct bfc_bin_stats *)bins + c->bin;
 
 	if (c->in_use) {
 		bs->in_use_chunks++;
@@ -21,18 +20,13 @@ void bfc_bin_stats_add(struct bfc_bin_stats bins[BFC_NR_BINS],
 		bs->free_chunks++;
 		bs->free_bytes += c->size;
 	}
-}
-
-static int bin_stats_add(void *bins, const struct bfc_chunk_info *c)
-{
-	bfc_bin_stats_add(bins, c);
 	return 0;
 }
 
 void bfc_get_bin_stats(const struct bfc *b, struct bfc_bin_stats bins[BFC_NR_BINS])
 {
 	bfc_memset(bins, 0, sizeof(bins[0]) * BFC_NR_BINS);
-	bfc_for_each_chunk(b, bin_stats_add, bins);
+	bfc_for_each_chunk(b, bfc_bin_stats_add, bins);
 }
 
 size_t bfc_dump_bins(const struct bfc *b, char *buf, size_t len)

@@ -661,12 +661,6 @@ static int gp_walk_node(struct gp_node *n,
 	}
 }
 
-static int gp_bin_chunk(void *bins, const struct bfc_chunk_info *c)
-{
-	bfc_bin_stats_add(bins, c);
-	return 0;
-}
-
 /* The per-bin table of /proc/gpupool: non-empty bins only, sizes in kB. */
 int gp_pool_show_bins(struct seq_file *m)
 {
@@ -681,7 +675,7 @@ int gp_pool_show_bins(struct seq_file *m)
 		struct gp_node *n = gp_nodes[i];
 
 		memset(bins, 0, BFC_NR_BINS * sizeof(*bins));
-		ret = gp_walk_node(n, gp_bin_chunk, bins);
+		ret = gp_walk_node(n, bfc_bin_stats_add, bins);
 		for (b = 0; b < BFC_NR_BINS && !ret; b++) {
 			struct bfc_bin_stats *s = &bins[b];
 

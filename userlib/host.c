@@ -226,17 +226,17 @@ int gp_host_make_room(struct gp_ctx *ctx, uint64_t size)
 		      gp_fmt_bytes(c, sizeof(c), ctx->hst.reserved));
 }
 
-/*
- * The system refused a segment (RLIMIT_MEMLOCK, the module's
- * per_process_limit, a full module pool): give back every idle segment, so
- * that one retry can use what they held.  False when there was none.
- */
 static void gp_release_all_idle(struct gp_ctx *ctx)
 {
 	while (ctx->idle_head)
 		gp_release_idle_seg(ctx, ctx->idle_head);
 }
 
+/*
+ * The system refused a segment (RLIMIT_MEMLOCK, the module's
+ * per_process_limit, a full module pool): give back every idle segment, so
+ * that one retry can use what they held.  False when there was none.
+ */
 static bool gp_host_release_idle(struct gp_ctx *ctx)
 {
 	if (!ctx->idle_head)
