@@ -52,8 +52,14 @@ kmake -s olddefconfig
 
 missing=""
 while IFS= read -r line; do
-	case $line in CONFIG_*=*) ;; *) continue ;; esac
-	grep -qxF "$line" "$dir/obj/.config" || missing="$missing $line"
+	case $line in
+	CONFIG_*=*)
+		grep -qxF "$line" "$dir/obj/.config" || missing="$missing $line" ;;
+	"# CONFIG_"*" is not set")
+		sym=${line#\# }
+		sym=${sym%% *}
+		! grep -q "^$sym=" "$dir/obj/.config" || missing="$missing $sym=n" ;;
+	esac
 done < "$frag"
 if [ -n "$missing" ]; then
 	log "these options of $frag did not stick (a dependency is missing):"
