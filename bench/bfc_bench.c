@@ -53,7 +53,9 @@ static struct {
 	.do_replay = 1, .do_frag = 1, .do_scale = 1,
 };
 
+#ifndef unlikely		/* bfc_env.h has it */
 #define unlikely(x)	__builtin_expect(!!(x), 0)
+#endif
 
 static void die(int code, const char *fmt, ...)
 {

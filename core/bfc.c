@@ -11,15 +11,22 @@
  * (front part returned) by TF's rule, plus PyTorch's max_split_size; a freed
  * chunk coalesces with free physical neighbours in its region.  How it
  * computes it differs, so that no operation slows down with the number of
- * chunks (TF walks a std::set per bin from its smallest element):
+ * chunks (TF walks a std::set per bin from its smallest element), and so
+ * that the common operations are short:
  *
  * - Chunk metadata: an array of 64-byte, cache-line aligned records indexed
  *   by uint32 handles (slot 0 is never a chunk: it is the trees' nil).  The
  *   array doubles when full (handles are indices, so they stay valid); freed
  *   slots go on a free list threaded through .next.  A free chunk needs tree
  *   links and an in-use chunk needs requested/alloc_id/tag, never both, so
- *   they share a union.  Every field the tree descent reads (size, addr,
- *   links) is in the record's first 48 bytes: one cache miss per node.
+ *   they share a union.
+ *
+ * - Regions are bracketed by two edge records that are never free (see
+ *   struct bfc_chunk), so every chunk has two neighbours and coalescing
+ *   tests their flags with no "is this the end of the region?" case.  A
+ *   region knows its edges; a chunk does not record its region (the
+ *   regions are sorted by base, so the few callers that want a chunk's
+ *   region id find it by binary search).
  *
  * - Free chunks: segregated size classes as in TLSF (bfc_internal.h): sizes
  *   below 32 granules have a class each, and every power of two above is cut
@@ -36,65 +43,57 @@
  *   (good fit); the trees are what make it best fit.  A red-black tree
  *   (not a treap or AVL) bounds rotations per update to 3, and with parent
  *   links a chunk is removed without searching for it.
- *   When a split leaves a rest, or a freed chunk merges into a free
- *   neighbour, the new chunk usually sorts exactly where the old one did
- *   (same class, between its in-order neighbours): it then takes the old
- *   node's place in the tree (bfc__class_replace) instead of a remove plus
- *   a descending insert.  The new size's class is computed once and used
- *   for the test and for the insert.
- *   On real traces most classes hold zero or one free chunk and most
- *   requests are served by the minimum of their own or the next non-empty
- *   class, so those cases are inline in bfc_internal.h (always: they are
- *   most of the work of every allocation and free) and the tree code is
- *   reached only for classes of two or more.
- *   class_of is branch-free (sizes below 2^SL_BITS granules take the
- *   general formula with fl forced to SL_BITS), as is clearing a group's
- *   bit: those branches were data-dependent and often mispredicted.
- *   An in-use chunk keeps the class of its size, so a free that merges
- *   with no neighbour (about half of them) does not compute it.
+ *
+ * - On real traces most classes hold zero or one free chunk, so a class of
+ *   one has no tree at all: its root is 0 and its chunk's links are not
+ *   kept (union bfc_class).  Setting or clearing such a class is one
+ *   8-byte store and two bitmap updates; a tree is made when a second
+ *   chunk arrives (bfc_tree.c).
+ *
+ * - A chunk whose key changes stays in its record, and so in its place in
+ *   the index when it can: an allocation that splits a free chunk hands
+ *   out a new record for the front part and leaves the rest in the old
+ *   one (still the only chunk of its class, or still between its tree
+ *   neighbours, it needs no index update at all); a freed chunk merging
+ *   into a free neighbour extends the neighbour's record.
  *
  * - A call anywhere in a function makes it save and restore registers on
- *   every path, so the common cases make none but a last (tail) call.  The
- *   common allocation (the fit is a class minimum alone in its class; a
- *   split rest stays in that class or goes to an empty one; the address
- *   index and the slot array have room) is done by bfc_alloc() without a
- *   call; anything else goes, before any change, to alloc_slow(), which
- *   handles every case (the duplicated checks cost the rare slow case a
- *   few dozen instructions).  A free with no free neighbour (about half)
- *   is done inline; merging is free_merge()'s.
+ *   every path, so the common cases make none.  The common allocation (the
+ *   fit is alone in its class; a split rest stays in that class or goes to
+ *   an empty one; a slot is at hand) is done by bfc_alloc() without a call;
+ *   anything else goes, before any change, to alloc_slow(), which handles
+ *   every case.  Frees call out only for tree work.
  *
  * - In-use chunks by address (free by address, bfc_lookup): a hash of
  *   start address -> handle, chained through the in-use chunks themselves
- *   (chunk.u.hnext: in-use chunks have the room, free ones use it for tree
- *   links), with an array of bucket heads.  The bucket is the top bits of
- *   a Fibonacci hash of the granule number (one multiplication: the
- *   constant is pre-shifted by the granularity).  At most one entry per
- *   two buckets (doubled when full), so a lookup usually reads one head
- *   and the chunk it wanted; insertion is at the head, removal unlinks
- *   (free by handle walks its bucket to find the link, one step usually).
- *   Its memory, 8-16 bytes per in-use chunk, follows the number of chunks,
- *   not region bytes (TF's per-region pointer -> handle vector does).
+ *   (chunk.hnext), with an array of bucket heads.  The bucket is the top
+ *   bits of a Fibonacci hash of the granule number (one multiplication: the
+ *   constant is pre-shifted by the granularity).  There are twice as many
+ *   buckets as chunk slots, and the bucket array grows with the slot array,
+ *   so the load stays at most 1/2 with no test on allocation; a lookup
+ *   usually reads one head and the chunk it wanted.  Insertion is at the
+ *   head, removal unlinks (free by handle walks its bucket to find the
+ *   link, one step usually).  Its memory, 8 bytes per slot, follows the
+ *   number of chunks, not region bytes (TF's per-region pointer -> handle
+ *   vector does).
  *
- * - Regions: slots with stable indices (chunks record theirs) and an array of
- *   slot indices sorted by base (overlap checks by binary search, address
- *   order for the walks).  Each region records its first and last chunk
- *   (a split keeps the front handle, a merge the lower one, so the first
- *   changes only when a merged region grows downwards); "wholly free" is
- *   "first chunk free and as large as the region": O(1).
- *   Region operations are O(number of regions); with
- *   BFC_MERGE_ADJACENT_REGIONS, joining two existing regions relabels the
- *   upper one's chunks.  Regions are rare, large events (cudaMalloc, a pool
- *   extension), so these are not on any hot path.
+ * - Regions: slots with stable indices and an array of slot indices sorted
+ *   by base (overlap checks and the chunk -> region search by binary
+ *   search, address order for the walks).  "Wholly free" is "the chunk
+ *   after the low edge is free and is followed by the high edge": O(1).
+ *   Region operations are O(number of regions).  Regions are rare, large
+ *   events (cudaMalloc, a pool extension), so these are not on any hot
+ *   path.
  *
- * - Every allocation of metadata (a chunk slot, hash growth, region arrays)
- *   is made before anything changes, so a failure leaves the allocator as it
- *   was.  bfc_free never allocates.
+ * - Every allocation of metadata (chunk slots with the hash, region arrays)
+ *   is made before anything changes, so a failure leaves the allocator as
+ *   it was.  bfc_free never allocates.
  *
  * - Statistics are kept as running sums; the largest free chunk is the
- *   maximum of the highest non-empty class's tree, found on demand in
+ *   maximum of the highest non-empty class, found on demand in
  *   bfc_get_stats() (O(log n)).
  *
- * Costs: alloc O(log n_c) (plus the amortized array/hash growth), free
+ * Costs: alloc O(log n_c) (plus the amortized array growth), free
  * O(log n_c); n_c is the population of one size class.  bfc_check and the
  * dumps are O(everything).
  *
@@ -105,7 +104,6 @@
 
 #define CHUNKS_MIN	64u
 #define CHUNKS_MAX	(1u << 31)	/* 128 GiB of metadata: never reached */
-#define HASH_MIN_BITS	6u
 #define HASH_MAX_BITS	31u
 #define REGIONS_MIN	8u
 
@@ -118,79 +116,28 @@ void bfc_params_default(struct bfc_params *p, uint64_t granularity)
 	p->max_split_size = 0;
 }
 
-/* Chunk slots ------------------------------------------------------------ */
-
-static int chunks_resize(struct bfc *b, uint32_t cap)
-{
-	size_t size = (size_t)cap * sizeof(struct bfc_chunk) + 64;
-	void *mem = bfc_env_alloc(size);
-	struct bfc_chunk *c;
-
-	if (!mem)
-		return -BFC_ENOMEM;
-	c = (struct bfc_chunk *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
-	if (b->chunks) {
-		bfc_memcpy(c, b->chunks,
-			   (size_t)b->nr_used * sizeof(struct bfc_chunk));
-		bfc_env_free(b->chunks_mem, b->chunks_mem_size);
-	}
-	b->chunks = c;
-	b->chunks_mem = mem;
-	b->chunks_mem_size = size;
-	b->nr_slots = cap;
-	return 0;
-}
-
-/* Make sure slot_get() can succeed once. */
-static int slot_reserve(struct bfc *b)
-{
-	if (b->free_slot || b->nr_used < b->nr_slots)
-		return 0;
-	if (b->nr_slots >= CHUNKS_MAX)
-		return -BFC_ENOMEM;
-	return chunks_resize(b, b->nr_slots * 2);
-}
-
-/* A slot (slot_reserve() made sure there is one), marked live; the caller
- * sets the fields it needs.
- */
-static __always_inline uint32_t slot_get(struct bfc *b, struct bfc_chunk *C)
-{
-	uint32_t h = b->free_slot;
-
-	if (h)
-		b->free_slot = C[h].next;
-	else
-		h = b->nr_used++;
-	b->nr_live++;
-	C[h].flags = BFC_CF_LIVE;
-	return h;
-}
-
-static __always_inline void slot_put(struct bfc *b, struct bfc_chunk *C,
-				     uint32_t h)
-{
-	struct bfc_chunk *c = &C[h];
-
-	c->flags = 0;
-	c->size = 0;
-	c->next = b->free_slot;
-	b->free_slot = h;
-	b->nr_live--;
-}
-
-static inline bool handle_live(const struct bfc *b, uint32_t h)
-{
-	return h && h < b->nr_used && (b->chunks[h].flags & BFC_CF_LIVE);
-}
-
-/* Address index ---------------------------------------------------------- */
+/* Chunk slots and the address index ---------------------------------------- */
 
 #define FIB64	0x9e3779b97f4a7c15ull
 
-static inline uint32_t hash_buckets(const struct bfc *b)
+static inline uint32_t hash_bits(const struct bfc *b)
 {
-	return (uint32_t)(1ull << (64 - b->hash_shift));
+	return 64 - b->hash_shift;
+}
+
+static inline size_t hash_bytes(uint32_t bits)
+{
+	return ((size_t)1 << bits) * sizeof(uint32_t);
+}
+
+/* Buckets for cap slots: 2 * cap (cap is a power of two), at most
+ * 2^HASH_MAX_BITS.
+ */
+static inline uint32_t hash_bits_for(uint32_t cap)
+{
+	uint32_t bits = 32u - (uint32_t)__builtin_clz(cap);
+
+	return bits < HASH_MAX_BITS ? bits : HASH_MAX_BITS;
 }
 
 static __always_inline void hash_link(struct bfc *b, struct bfc_chunk *C,
@@ -198,69 +145,124 @@ static __always_inline void hash_link(struct bfc *b, struct bfc_chunk *C,
 {
 	uint32_t *head = &b->hash[bfc__hash_bucket(b, C[h].addr)];
 
-	C[h].u.hnext = *head;
+	C[h].hnext = *head;
 	*head = h;
 }
 
-static int hash_resize(struct bfc *b, uint32_t bits)
+/* Grow the slot array to cap slots, the new ones on the free list, and
+ * the hash with it.  Both are allocated before anything changes.
+ */
+static int chunks_resize(struct bfc *b, uint32_t cap)
 {
-	uint32_t *t = bfc_env_alloc(((size_t)1 << bits) * sizeof(*t));
-	uint32_t *old = b->hash;
-	uint32_t old_n = old ? hash_buckets(b) : 0, i, h, next;
+	size_t size = (size_t)cap * sizeof(struct bfc_chunk) + 64;
+	uint32_t bits = hash_bits_for(cap), old_bits = 0, i, h, next;
+	uint32_t *hash = NULL, *old = b->hash;
+	void *mem = bfc_env_alloc(size);
+	struct bfc_chunk *c;
 
-	if (!t)
+	if (!mem)
 		return -BFC_ENOMEM;
-	b->hash = t;
+	if (old)
+		old_bits = hash_bits(b);
+	if (bits != old_bits) {
+		hash = bfc_env_alloc(hash_bytes(bits));
+		if (!hash) {
+			bfc_env_free(mem, size);
+			return -BFC_ENOMEM;
+		}
+	}
+	c = (struct bfc_chunk *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+	if (b->chunks) {
+		bfc_memcpy(c, b->chunks,
+			   (size_t)b->nr_slots * sizeof(struct bfc_chunk));
+		bfc_env_free(b->chunks_mem, b->chunks_mem_size);
+	}
+	/* The new slots go on the free list, lowest first. */
+	for (i = cap; i-- > b->nr_slots; ) {
+		c[i].next = b->free_slot;
+		b->free_slot = i;
+	}
+	b->chunks = c;
+	b->chunks_mem = mem;
+	b->chunks_mem_size = size;
+	b->nr_slots = cap;
+	if (!hash)
+		return 0;
+	b->hash = hash;
 	b->hash_shift = 64 - bits;
-	b->hash_limit = 1u << (bits - 1);
-	for (i = 0; i < old_n; i++) {
+	for (i = 0; old && i < (1u << old_bits); i++) {
 		for (h = old[i]; h; h = next) {
-			next = b->chunks[h].u.hnext;
-			hash_link(b, b->chunks, h);
+			next = c[h].hnext;
+			hash_link(b, c, h);
 		}
 	}
 	if (old)
-		bfc_env_free(old, (size_t)old_n * sizeof(*old));
+		bfc_env_free(old, hash_bytes(old_bits));
 	return 0;
 }
 
-/* Make sure one more entry keeps the load at most 1/2. */
-static int hash_reserve(struct bfc *b)
+/* Make sure slot_get() can succeed n times (n <= CHUNKS_MIN). */
+static int slot_reserve(struct bfc *b, uint32_t n)
 {
-	if (b->st.chunks_in_use < b->hash_limit)
+	uint32_t have = 0, h;
+
+	for (h = b->free_slot; have < n && h; h = b->chunks[h].next)
+		have++;
+	if (have >= n)
 		return 0;
-	if (b->hash_shift <= 64 - HASH_MAX_BITS)
+	if (b->nr_slots >= CHUNKS_MAX)
 		return -BFC_ENOMEM;
-	return hash_resize(b, 65 - b->hash_shift);
+	return chunks_resize(b, b->nr_slots * 2);
 }
 
-/* The link (bucket head or chunk.u.hnext) holding the in-use chunk that
+/* A slot (slot_reserve() made sure there is one); the caller sets its
+ * flags and the fields it needs.
+ */
+static __always_inline uint32_t slot_get(struct bfc *b, struct bfc_chunk *C)
+{
+	uint32_t h = b->free_slot;
+
+	b->free_slot = C[h].next;
+	return h;
+}
+
+static __always_inline void slot_put(struct bfc *b, struct bfc_chunk *C,
+				     uint32_t h)
+{
+	C[h].flags = 0;
+	C[h].next = b->free_slot;
+	b->free_slot = h;
+}
+
+/* Is h an in-use chunk?  Any h is accepted. */
+static inline bool handle_in_use(const struct bfc *b, uint32_t h)
+{
+	return h < b->nr_slots &&
+	       (b->chunks[h].flags & (BFC_CF_HELD | BFC_CF_EDGE)) == BFC_CF_HELD;
+}
+
+/* The link (bucket head or chunk.hnext) holding the in-use chunk that
  * starts at addr, or NULL.
  */
-static inline uint32_t *hash_find_addr(const struct bfc *b, uint64_t addr)
+static __always_inline uint32_t *hash_find_addr(const struct bfc *b,
+						uint64_t addr)
 {
 	uint32_t *l = &b->hash[bfc__hash_bucket(b, addr)];
 
 	while (*l && b->chunks[*l].addr != addr)
-		l = &b->chunks[*l].u.hnext;
+		l = &b->chunks[*l].hnext;
 	return *l ? l : NULL;
 }
 
 /* The link holding in-use chunk h, or NULL. */
-static inline uint32_t *hash_find_handle(const struct bfc *b, uint32_t h)
+static __always_inline uint32_t *hash_find_handle(const struct bfc *b,
+						  uint32_t h)
 {
 	uint32_t *l = &b->hash[bfc__hash_bucket(b, b->chunks[h].addr)];
 
 	while (*l && *l != h)
-		l = &b->chunks[*l].u.hnext;
+		l = &b->chunks[*l].hnext;
 	return *l ? l : NULL;
-}
-
-/* Take chunk h, which link l holds, out of the index. */
-static __always_inline void hash_unlink(struct bfc_chunk *C, uint32_t *l,
-					uint32_t h)
-{
-	*l = C[h].u.hnext;
 }
 
 /* Create / destroy --------------------------------------------------------- */
@@ -282,12 +284,25 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 	b->gmask = p->granularity - 1;
 	b->size_max = UINT64_MAX - b->gmask;
 	b->gshift = (uint32_t)__builtin_ctzll(p->granularity);
-	b->nr_used = 1;		/* slot 0: the nil sentinel */
+	b->cls_floor = b->gshift <= 58 ? (uint64_t)BFC_SL_COUNT << b->gshift :
+			1ull << 63;
 	b->next_region_id = 1;
 	b->hash_mul = FIB64 >> b->gshift;
+	/* The split rule as want_split() reads it.  A rest is never empty:
+	 * the threshold is at least 1, and a ratio of 1 ("split whenever
+	 * there is a rest") is that threshold.
+	 */
 	b->split_max = p->max_split_size - 1;	/* 0: UINT64_MAX */
-	b->ratio_max = p->split_ratio ? UINT64_MAX / p->split_ratio : 0;
-	if (chunks_resize(b, CHUNKS_MIN) || hash_resize(b, HASH_MIN_BITS)) {
+	b->split_thr = p->split_threshold ? p->split_threshold : 1;
+	if (p->split_ratio == 1) {
+		b->split_thr = 1;		/* any rest at all */
+	} else if (p->split_ratio > 1) {
+		b->ratio_m1 = p->split_ratio - 1;
+		b->ratio_lim = UINT64_MAX / b->ratio_m1;
+	}
+	/* Slot 0, the nil sentinel, is never on the free list. */
+	b->nr_slots = 1;
+	if (chunks_resize(b, CHUNKS_MIN)) {
 		bfc_destroy(b);
 		return -BFC_ENOMEM;
 	}
@@ -302,12 +317,63 @@ void bfc_destroy(struct bfc *b)
 	if (b->chunks_mem)
 		bfc_env_free(b->chunks_mem, b->chunks_mem_size);
 	if (b->hash)
-		bfc_env_free(b->hash, (size_t)hash_buckets(b) * sizeof(*b->hash));
+		bfc_env_free(b->hash, hash_bytes(hash_bits(b)));
 	if (b->regions)
 		bfc_env_free(b->regions, (size_t)b->region_cap * sizeof(*b->regions));
 	if (b->order)
 		bfc_env_free(b->order, (size_t)b->region_cap * sizeof(*b->order));
 	bfc_env_free(b, sizeof(*b));
+}
+
+/* Indexing free chunks -------------------------------------------------------- */
+
+/* Chunk h has just become free (flags LIVE, in no class, not in the
+ * address index); k is the class of its size.  Coalesce it with its free
+ * neighbours and index the result.  A neighbour that absorbs it keeps its
+ * record, and its place in the index if its class does not change (see
+ * bfc__class_rekey).
+ */
+static __always_inline void release(struct bfc *b, struct bfc_chunk *C,
+				    uint32_t h, uint32_t k)
+{
+	struct bfc_chunk *c = &C[h], *x;
+	uint32_t n = c->next, p = c->prev, nn;
+	bool n_free = !(C[n].flags & BFC_CF_HELD);
+	bool p_free = !(C[p].flags & BFC_CF_HELD);
+
+	if (!n_free && !p_free) {
+		b->st.chunks_free++;
+		bfc__class_insert(b, C, h, k);
+		return;
+	}
+	if (!p_free) {
+		/* The next chunk grows down over h. */
+		x = &C[n];
+		x->addr = c->addr;
+		x->size += c->size;
+		x->prev = p;
+		C[p].next = n;
+		slot_put(b, C, h);
+		bfc__class_rekey(b, C, n, bfc__class_of(b, x->size));
+		return;
+	}
+	x = &C[p];
+	x->size += c->size;
+	if (n_free) {
+		/* Both: the previous chunk takes h and the next one. */
+		nn = C[n].next;
+		bfc__class_remove(b, C, n);
+		x->size += C[n].size;
+		x->next = nn;
+		C[nn].prev = p;
+		slot_put(b, C, n);
+		b->st.chunks_free--;
+	} else {
+		x->next = n;
+		C[n].prev = p;
+	}
+	slot_put(b, C, h);
+	bfc__class_rekey(b, C, p, bfc__class_of(b, x->size));
 }
 
 /* Regions ------------------------------------------------------------------ */
@@ -383,28 +449,13 @@ static inline uint64_t region_end(const struct bfc_region *r)
 	return r->base + r->size;
 }
 
-/* Unlink h's next neighbour (already accounted into h's size, in no class)
- * and release its slot.
- */
-static inline void drop_next(struct bfc *b, uint32_t h)
+uint32_t bfc__region_of(const struct bfc *b, uint64_t addr)
 {
-	struct bfc_chunk *C = b->chunks;
-	uint32_t n = C[h].next, nn = C[n].next;
+	uint32_t i = order_upper(b, addr);
 
-	C[h].next = nn;
-	if (nn)
-		C[nn].prev = h;
-	else
-		b->regions[C[h].region].last = h;
-	slot_put(b, C, n);
-	b->st.chunks_free--;
-}
-
-/* Merge h's next neighbour into h (both free, neither in a class). */
-static inline void merge_next(struct bfc *b, uint32_t h)
-{
-	b->chunks[h].size += b->chunks[b->chunks[h].next].size;
-	drop_next(b, h);
+	if (i > 0 && region_end(&b->regions[b->order[i - 1]]) > addr)
+		return b->order[i - 1];
+	return UINT32_MAX;
 }
 
 /* A region id no live region has: counting up from 1, skipping 0 and,
@@ -427,12 +478,30 @@ static uint32_t next_id(struct bfc *b)
 	}
 }
 
+/* Make slot e an edge at addr. */
+static void edge_init(struct bfc_chunk *C, uint32_t e, uint64_t addr)
+{
+	C[e].addr = addr;
+	C[e].size = 0;
+	C[e].flags = BFC_CF_LIVE | BFC_CF_HELD | BFC_CF_EDGE;
+}
+
+/* Link chunk h between a and z (neighbours until now). */
+static void link_between(struct bfc_chunk *C, uint32_t a, uint32_t h,
+			 uint32_t z)
+{
+	C[a].next = h;
+	C[h].prev = a;
+	C[h].next = z;
+	C[z].prev = h;
+}
+
 int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
 		   uint32_t *region_id)
 {
 	struct bfc_chunk *C;
-	struct bfc_region *r = NULL;
-	uint32_t pos, h, ri = 0, below = UINT32_MAX, above = UINT32_MAX;
+	struct bfc_region *r;
+	uint32_t pos, h, ri, below = UINT32_MAX, above = UINT32_MAX;
 	uint64_t end;
 
 	if (!size || (base & b->gmask) || (size & b->gmask) ||
@@ -458,79 +527,63 @@ int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
 		below = UINT32_MAX;
 		above = UINT32_MAX;
 	}
-	if (slot_reserve(b) || regions_reserve(b))
+	if (slot_reserve(b, 3) || regions_reserve(b))
 		return -BFC_ENOMEM;
 
 	C = b->chunks;
 	h = slot_get(b, C);
 	C[h].addr = base;
 	C[h].size = size;
-	C[h].prev = 0;
-	C[h].next = 0;
-	b->st.chunks_free++;
+	C[h].flags = BFC_CF_LIVE;
 	b->st.reserved += size;
 	if (b->st.reserved > b->st.peak_reserved)
 		b->st.peak_reserved = b->st.reserved;
 
-	if (below != UINT32_MAX) {
-		/* Append to the region below; coalesce with its last chunk. */
-		uint32_t last = b->regions[below].last;
+	if (below != UINT32_MAX && above != UINT32_MAX) {
+		/* Join the two: the edges between them go. */
+		struct bfc_region *a = &b->regions[above];
 
 		ri = below;
 		r = &b->regions[ri];
+		link_between(C, C[r->hi].prev, h, C[a->lo].next);
+		slot_put(b, C, r->hi);
+		slot_put(b, C, a->lo);
+		r->hi = a->hi;
+		r->size += size + a->size;
+		a->id = 0;
+		order_remove(b, pos);
+	} else if (below != UINT32_MAX) {
+		/* Append to the region below: its high edge moves up. */
+		ri = below;
+		r = &b->regions[ri];
+		link_between(C, C[r->hi].prev, h, r->hi);
+		C[r->hi].addr = end;
 		r->size += size;
-		C[h].region = ri;
-		C[h].prev = last;
-		C[last].next = h;
-		r->last = h;
-		if (!(C[last].flags & BFC_CF_USED)) {
-			bfc__class_remove(b, C, last);
-			merge_next(b, last);
-			h = last;
-		}
-	}
-	if (above != UINT32_MAX) {
-		/* Prepend to the region above, or join it to the region below
-		 * (relabelling its chunks); coalesce with its first chunk.
-		 */
-		struct bfc_region *a = &b->regions[above];
-		uint32_t first = a->first, x;
-
-		if (below != UINT32_MAX) {
-			for (x = first; x; x = C[x].next)
-				C[x].region = ri;
-			r->size += a->size;
-			r->last = a->last;
-			a->id = 0;
-			order_remove(b, pos);
-		} else {
-			ri = above;
-			r = a;
-			r->base = base;
-			r->size += size;
-			r->first = h;
-			C[h].region = ri;
-		}
-		C[h].next = first;
-		C[first].prev = h;
-		if (!(C[first].flags & BFC_CF_USED)) {
-			bfc__class_remove(b, C, first);
-			merge_next(b, h);
-		}
-	}
-	if (below == UINT32_MAX && above == UINT32_MAX) {
+	} else if (above != UINT32_MAX) {
+		/* Prepend to the region above: its low edge moves down. */
+		ri = above;
+		r = &b->regions[ri];
+		link_between(C, r->lo, h, C[r->lo].next);
+		C[r->lo].addr = base;
+		r->base = base;
+		r->size += size;
+	} else {
 		for (ri = 0; b->regions[ri].id; ri++)
 			;
 		r = &b->regions[ri];
 		r->base = base;
 		r->size = size;
 		r->id = next_id(b);
-		r->first = h;
-		r->last = h;
-		C[h].region = ri;
+		r->lo = slot_get(b, C);
+		r->hi = slot_get(b, C);
+		edge_init(C, r->lo, base);
+		edge_init(C, r->hi, end);
+		C[r->lo].prev = 0;
+		C[r->hi].next = 0;
+		link_between(C, r->lo, h, r->hi);
 		order_insert(b, pos, ri);
 	}
-	bfc__class_insert(b, C, h);
+	release(b, C, h, bfc__class_of(b, size));
 	b->st.regions = b->nr_regions;
 	if (region_id)
 		*region_id = b->regions[ri].id;
@@ -541,18 +594,21 @@ int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
 static int remove_at(struct bfc *b, uint32_t pos, uint64_t *base,
 		     uint64_t *size)
 {
+	struct bfc_chunk *C = b->chunks;
 	uint32_t ri = b->order[pos];
 	struct bfc_region *r = &b->regions[ri];
-	struct bfc_chunk *c = &b->chunks[r->first];
+	uint32_t h = C[r->lo].next;
 
-	if ((c->flags & BFC_CF_USED) || c->size != r->size)
+	if ((C[h].flags & BFC_CF_HELD) || C[h].next != r->hi)
 		return -BFC_EBUSY;
 	if (base)
 		*base = r->base;
 	if (size)
 		*size = r->size;
-	bfc__class_remove(b, b->chunks, r->first);
-	slot_put(b, b->chunks, r->first);
+	bfc__class_remove(b, C, h);
+	slot_put(b, C, h);
+	slot_put(b, C, r->lo);
+	slot_put(b, C, r->hi);
 	b->st.chunks_free--;
 	b->st.reserved -= r->size;
 	r->id = 0;
@@ -575,8 +631,8 @@ int bfc_remove_region(struct bfc *b, uint32_t region_id, uint64_t *base,
 }
 
 uint64_t bfc_remove_free_regions(struct bfc *b,
-				 void (*release)(void *ctx, uint64_t base,
-						 uint64_t size),
+				 void (*release_fn)(void *ctx, uint64_t base,
+						    uint64_t size),
 				 void *ctx)
 {
 	uint64_t total = 0, base, size;
@@ -588,82 +644,83 @@ uint64_t bfc_remove_free_regions(struct bfc *b,
 			continue;
 		}
 		total += size;
-		if (release)
-			release(ctx, base, size);
+		if (release_fn)
+			release_fn(ctx, base, size);
 	}
 	return total;
 }
 
 /* Allocation ---------------------------------------------------------------- */
 
-/* TF's split rule for a chunk of csize > r chosen for rounded request r
- * (max_split_size is the caller's test): csize >= split_ratio * r, or a
- * rest of at least split_threshold.  ratio_max is the largest r whose
- * product does not overflow (0 when split_ratio is 0: no ratio test).
+/* TF's split rule for a chunk of cs bytes chosen for rounded request r
+ * (rest = cs - r): split when cs >= split_ratio * r, or when
+ * the rest is at least split_threshold.  The first is rest >=
+ * (split_ratio - 1) * r, tested only while that product is exact (r <=
+ * ratio_lim; ratio_lim is 0 when there is no ratio test).  split_thr >= 1,
+ * so a rest of 0 never splits (max_split_size is the caller's test).
  */
-static __always_inline bool want_split(const struct bfc *b, uint64_t csize,
+static __always_inline bool want_split(const struct bfc *b, uint64_t rest,
 				       uint64_t r)
 {
-	if (r <= b->ratio_max && csize >= r * b->p.split_ratio)
-		return true;
-	return csize - r >= b->p.split_threshold;
+	return rest >= b->split_thr ||
+	       (r <= b->ratio_lim && rest >= r * b->ratio_m1);
 }
 
-/* Split chunk h (free, being allocated) into h of r bytes and a new chunk
- * of the rest bytes after it, in no class yet; slot_reserve() has made
- * sure of a slot.  Returns the new chunk.
+/* Split free chunk h (indexed in its class) for a request of r bytes:
+ * chunk n (a slot the caller took) gets its first r bytes and class kr
+ * (r's); h keeps the rest, with its new key, and its place in the index,
+ * which the caller updates if it must.
  */
-static __always_inline uint32_t split_off(struct bfc *b, struct bfc_chunk *C,
-					  uint32_t h, uint64_t r,
-					  uint64_t rest)
+static __always_inline void split_front(struct bfc_chunk *C, uint32_t h,
+					uint32_t n, uint64_t r, uint32_t kr)
 {
-	struct bfc_region *regions = b->regions;
-	struct bfc_chunk *c = &C[h], *cn;
-	uint32_t n = slot_get(b, C), nx = c->next;
+	struct bfc_chunk *c = &C[h], *x = &C[n];
+	uint32_t p = c->prev;
 
-	cn = &C[n];
-	cn->addr = c->addr + r;
-	cn->size = rest;
-	cn->prev = h;
-	cn->region = c->region;
-	if (nx)
-		C[nx].prev = n;
-	else
-		regions[c->region].last = n;
-	cn->next = nx;
-	c->next = n;
-	c->size = r;
-	return n;
+	x->addr = c->addr;
+	x->size = r;
+	x->prev = p;
+	x->next = h;
+	x->cls = (uint16_t)kr;
+	C[p].next = n;
+	c->prev = n;
+	c->addr += r;
+	c->size -= r;
 }
 
-/* Chunk h, out of its class with its final size csize (and cls its
- * class), is handed out for size bytes.
+/* Chunk h at addr, out of the free index with its final size cs, is
+ * handed out for size bytes; the caller has told *hp and *ap.
  */
 static __always_inline int alloc_done(struct bfc *b, struct bfc_chunk *C,
-				      uint32_t h, uint64_t size,
-				      uint64_t csize, bfc_handle_t *hp,
-				      uint64_t *ap)
+				      uint32_t h, uint64_t addr, uint64_t size,
+				      uint64_t cs)
 {
 	struct bfc_chunk *c = &C[h];
-	uint64_t in_use = b->st.in_use + csize;
+	uint32_t *head = &b->hash[bfc__hash_bucket(b, addr)];
+	uint64_t in_use = b->st.in_use + cs;
 
-	c->flags |= BFC_CF_USED;
+	c->flags = BFC_CF_LIVE | BFC_CF_HELD;	/* and no tag */
 	c->u.requested = size;
 	c->u.alloc_id = ++b->st.nr_allocs;
-	c->u.tag = 0;
-	hash_link(b, C, h);
+	c->hnext = *head;
+	*head = h;
 	b->st.in_use = in_use;
 	if (in_use > b->st.peak_in_use)
 		b->st.peak_in_use = in_use;
 	b->st.requested += size;
-	if (csize > b->st.largest_alloc)
-		b->st.largest_alloc = csize;
+	if (cs > b->st.largest_alloc)
+		b->st.largest_alloc = cs;
 	b->st.chunks_in_use++;
+	return 0;
+}
+
+static __always_inline void alloc_tell(bfc_handle_t *hp, uint64_t *ap,
+				       uint32_t h, uint64_t addr)
+{
 	if (hp)
 		*hp = h;
 	if (ap)
-		*ap = c->addr;
-	return 0;
+		*ap = addr;
 }
 
 /* Every case of bfc_alloc(), including those it leaves to this. */
@@ -671,8 +728,8 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 			       uint64_t *ap)
 {
 	struct bfc_chunk *C;
-	uint64_t r, csize;
-	uint32_t h;
+	uint64_t r, cs;
+	uint32_t h, n;
 	bool split = false;
 
 	if (!size)
@@ -683,176 +740,194 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 	h = bfc__find_fit(b, r);
 	if (!h)
 		goto nomem;
-	csize = b->chunks[h].size;
-	if (csize > b->split_max) {
+	cs = b->chunks[h].size;
+	if (cs > b->split_max) {
 		/* max_split_size: never split, and only for requests as big. */
 		if (r <= b->split_max)
 			goto nomem;
-	} else if (csize != r) {
-		split = want_split(b, csize, r);
+	} else {
+		split = want_split(b, cs - r, r);
 	}
-	if (hash_reserve(b) || (split && slot_reserve(b)))
+	if (split && slot_reserve(b, 1))
 		goto nomem;
 	C = b->chunks;		/* may have moved */
 	if (split) {
-		uint32_t n = split_off(b, C, h, r, csize - r);
-
-		/* The rest usually sorts where the chunk did. */
-		bfc__class_replace(b, C, h, n, bfc__class_of(b, csize - r));
-		C[h].cls = (uint16_t)bfc__class_of(b, r);
-		csize = r;
+		n = slot_get(b, C);
+		split_front(C, h, n, r, bfc__class_of(b, r));
+		bfc__class_rekey(b, C, h, bfc__class_of(b, cs - r));
+		h = n;
+		cs = r;
 	} else {
 		bfc__class_remove(b, C, h);
 		b->st.chunks_free--;
 	}
-	return alloc_done(b, C, h, size, csize, hp, ap);
+	alloc_tell(hp, ap, h, C[h].addr);
+	return alloc_done(b, C, h, C[h].addr, size, cs);
 nomem:
 	b->st.failed_allocs++;
 	return -BFC_ENOMEM;
 }
 
 /* The common case, with no call (so nothing to save and restore): the fit
- * is the minimum of a class, alone in it; its rest, if split off, belongs
- * to that class or to an empty one; the address index and the slot array
- * have room.  Anything else goes, before any change, to alloc_slow().
+ * is alone in its class; its rest, if split off, stays in that class or
+ * goes to an empty one; a slot is at hand.  Anything else goes, before any
+ * change, to alloc_slow().
  */
 int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
 {
-	struct bfc_chunk *C = b->chunks;
-	uint64_t r = size - 1, csize;
-	uint32_t h, k, kc, kn;
+	struct bfc_chunk *C = b->chunks, *c;
+	uint64_t r = size - 1, cs, rest, fbits, addr;
+	uint32_t kr, k, kn, h, n, fl, bits;
+	union bfc_class e;
 
-	if (r >= b->size_max)		/* 0, or the rounding overflows */
+	if (unlikely(r >= b->size_max))	/* 0, or the rounding overflows */
 		goto slow;
 	r = (r | b->gmask) + 1;
-	k = bfc__class_of(b, r);
-	h = b->cls[k].min;
-	if (!h) {
-		h = bfc__next_min(b, k);
-		if (!h)
+	kr = bfc__class_of(b, r);
+	/* The first non-empty class from r's own (bfc__next_class(), which
+	 * would test for "none" once more).
+	 */
+	fl = kr >> BFC_SL_BITS;
+	bits = b->sl_map[fl] & (~0u << (kr & (BFC_SL_COUNT - 1)));
+	if (!bits) {
+		fbits = b->fl_map & (~1ull << fl);
+		if (unlikely(!fbits))
 			goto slow;
-	} else if (C[h].size < r) {
-		goto slow;			/* a search in k's tree */
+		fl = (uint32_t)__builtin_ctzll(fbits);
+		bits = b->sl_map[fl];
 	}
-	csize = C[h].size;
-	kc = C[h].cls;
-	if (csize > b->split_max || !bfc__alone(b, C, h, kc) ||
-	    b->st.chunks_in_use >= b->hash_limit)
+	k = (fl << BFC_SL_BITS) + (uint32_t)__builtin_ctz(bits);
+	e = b->cls[k];
+	h = e.min;
+	c = &C[h];
+	cs = c->size;
+	/* Every chunk of a class after r's fits; in r's own class the
+	 * minimum may not (then its tree is searched).
+	 */
+	if (unlikely(cs < r || e.root || cs > b->split_max))
 		goto slow;
-	if (csize != r && want_split(b, csize, r)) {
-		uint32_t n;
-
-		kn = bfc__class_of(b, csize - r);
-		if ((kn != kc && b->cls[kn].root) ||
-		    (!b->free_slot && b->nr_used >= b->nr_slots))
+	rest = cs - r;
+	addr = c->addr;
+	if (want_split(b, rest, r)) {
+		n = b->free_slot;
+		kn = bfc__class_of(b, rest);
+		if (unlikely(!n || (kn != k && b->cls[kn].min)))
 			goto slow;
-		n = split_off(b, C, h, r, csize - r);
-		C[h].cls = (uint16_t)k;
-		if (kn != kc) {
-			bfc__class_clear(b, kc);
-			bfc__class_set(b, C, kn, n);
-		} else {
-			bfc__class_take(b, C, kc, n);
-		}
-		csize = r;
-	} else {
-		bfc__class_clear(b, kc);
-		b->st.chunks_free--;
+		/* Nothing fails from here. */
+		alloc_tell(hp, ap, n, addr);
+		b->free_slot = C[n].next;
+		split_front(C, h, n, r, kr);
+		if (kn != k)
+			bfc__class_move(b, C, k, kn, h);
+		return alloc_done(b, C, n, addr, size, r);
 	}
-	return alloc_done(b, C, h, size, csize, hp, ap);
+	alloc_tell(hp, ap, h, addr);
+	bfc__class_clear(b, k);
+	b->st.chunks_free--;
+	return alloc_done(b, C, h, addr, size, cs);
 slow:
 	return alloc_slow(b, size, hp, ap);
 }
 
 /* Free ------------------------------------------------------------------------ */
 
-/* Statistics of freeing in-use chunk h, and its flag. */
-static __always_inline void free_account(struct bfc *b, struct bfc_chunk *c)
-{
-	b->st.in_use -= c->size;
-	b->st.requested -= c->u.requested;
-	b->st.chunks_in_use--;
-	b->st.chunks_free++;
-	c->flags &= (uint8_t)~BFC_CF_USED;
-}
-
-/* Chunk s, merged with what followed it, now runs up to chunk nx. */
-static __always_inline void relink(struct bfc *b, struct bfc_chunk *C,
-				   uint32_t s, uint32_t nx)
-{
-	C[s].next = nx;
-	if (nx)
-		C[nx].prev = s;
-	else
-		b->regions[C[s].region].last = s;
-}
-
-/* free_chunk() when h has a free neighbour: n (next) or p (prev), 0 if
- * in use or none.  The merged chunk takes the place of a neighbour in the
- * class index if it can (see bfc__class_replace); the chunks merged away
- * release their slots last (the tree code may still read n's links and
- * colour).
+/* free_chunk()'s cases with tree work, or both neighbours free: the
+ * general path.
  */
-static noinline int free_merge(struct bfc *b, struct bfc_chunk *C, uint32_t h,
-			       uint32_t n, uint32_t p)
+static noinline int free_slow(struct bfc *b, uint32_t h)
 {
-	uint64_t size = C[h].size;
-	uint32_t nx = C[h].next;
-
-	if (n) {
-		size += C[n].size;
-		nx = C[n].next;
-	}
-	if (p) {
-		if (n)
-			bfc__class_remove(b, C, n);
-		size += C[p].size;
-		C[p].size = size;
-		relink(b, C, p, nx);
-		bfc__class_replace(b, C, p, p, bfc__class_of(b, size));
-		slot_put(b, C, h);
-		b->st.chunks_free--;
-	} else {
-		C[h].size = size;
-		relink(b, C, h, nx);
-		bfc__class_replace(b, C, n, h, bfc__class_of(b, size));
-	}
-	if (n) {
-		slot_put(b, C, n);
-		b->st.chunks_free--;
-	}
+	release(b, b->chunks, h, b->chunks[h].cls);
 	return 0;
 }
 
-/* free_chunk() into a class that holds others. */
-static noinline int free_insert_tree(struct bfc *b, uint32_t k, uint32_t h)
+/* bfc__class_rekey() out of line, for the merges below. */
+static noinline int rekey_slow(struct bfc *b, uint32_t h, uint32_t k)
 {
-	bfc__tree_insert(b, &b->cls[k], h);
+	bfc__class_rekey(b, b->chunks, h, k);
 	return 0;
 }
 
-/* Free in-use chunk h, already out of the address index.  The case of no
- * free neighbour (half of them) makes no call but the last: no registers
- * to save.
+/* Free chunk x's key grew by a merge; k is the class of its new size.
+ * Alone in a class it stays in, or moving to an empty one, it is done
+ * here; the rest is rekey_slow()'s.
+ */
+static __always_inline int merged(struct bfc *b, struct bfc_chunk *C,
+				  uint32_t x, uint32_t k)
+{
+	uint32_t o = C[x].cls;
+
+	if (likely(!b->cls[o].root)) {
+		if (o == k)
+			return 0;
+		if (likely(!b->cls[k].min)) {
+			bfc__class_move(b, C, o, k, x);
+			return 0;
+		}
+	}
+	return rekey_slow(b, x, k);
+}
+
+/* h, just freed, merges into its free next neighbour n (its previous one
+ * is not free): n grows down over h and keeps its record.
+ */
+static noinline int free_into_next(struct bfc *b, uint32_t h)
+{
+	struct bfc_chunk *C = b->chunks, *c = &C[h];
+	uint32_t n = c->next, p = c->prev;
+	struct bfc_chunk *x = &C[n];
+
+	x->addr = c->addr;
+	x->size += c->size;
+	x->prev = p;
+	C[p].next = n;
+	slot_put(b, C, h);
+	return merged(b, C, n, bfc__class_of(b, x->size));
+}
+
+/* h, just freed, merges into its free previous neighbour p (its next one
+ * is not free).
+ */
+static noinline int free_into_prev(struct bfc *b, uint32_t h)
+{
+	struct bfc_chunk *C = b->chunks, *c = &C[h];
+	uint32_t n = c->next, p = c->prev;
+	struct bfc_chunk *x = &C[p];
+
+	x->size += c->size;
+	x->next = n;
+	C[n].prev = p;
+	slot_put(b, C, h);
+	return merged(b, C, p, bfc__class_of(b, x->size));
+}
+
+/* Free in-use chunk h, already out of the address index.  No free
+ * neighbour and an empty class (the common case) make no call; a merge
+ * with one free neighbour is a tail call; the rest is free_slow()'s.
  */
 static __always_inline int free_chunk(struct bfc *b, struct bfc_chunk *C,
 				      uint32_t h)
 {
-	uint32_t n = C[h].next, p = C[h].prev, k;
+	struct bfc_chunk *c = &C[h];
+	uint32_t k = c->cls;	/* an in-use chunk keeps the class of its size */
+	bool n_held = C[c->next].flags & BFC_CF_HELD;
+	bool p_held = C[c->prev].flags & BFC_CF_HELD;
 
-	free_account(b, &C[h]);
-	if (n && (C[n].flags & BFC_CF_USED))
-		n = 0;
-	if (p && (C[p].flags & BFC_CF_USED))
-		p = 0;
-	if (n || p)
-		return free_merge(b, C, h, n, p);
-	/* An in-use chunk keeps the class of its size. */
-	k = C[h].cls;
-	if (b->cls[k].root)
-		return free_insert_tree(b, k, h);
-	bfc__class_set(b, C, k, h);
-	return 0;
+	b->st.in_use -= c->size;
+	b->st.requested -= c->u.requested;
+	b->st.chunks_in_use--;
+	c->flags = BFC_CF_LIVE;
+	if (likely(n_held && p_held)) {
+		if (unlikely(b->cls[k].min))
+			return free_slow(b, h);
+		b->st.chunks_free++;
+		bfc__class_set(b, C, k, h);
+		return 0;
+	}
+	if (p_held)
+		return free_into_next(b, h);
+	if (n_held)
+		return free_into_prev(b, h);
+	return free_slow(b, h);
 }
 
 static noinline int bad_free(struct bfc *b)
@@ -866,14 +941,13 @@ int bfc_free(struct bfc *b, bfc_handle_t h)
 	struct bfc_chunk *C = b->chunks;
 	uint32_t *l;
 
-	/* In use implies live; slot 0's flags are 0. */
-	if (h >= b->nr_used || !(C[h].flags & BFC_CF_USED))
+	if (unlikely(!handle_in_use(b, h)))
 		return bad_free(b);
 	l = hash_find_handle(b, h);
 	BFC_ASSERT(l, "in-use chunk missing from the address index");
-	if (!l)
+	if (unlikely(!l))
 		return bad_free(b);
-	hash_unlink(C, l, h);
+	*l = C[h].hnext;
 	return free_chunk(b, C, h);
 }
 
@@ -883,10 +957,10 @@ int bfc_free_addr(struct bfc *b, uint64_t addr)
 	uint32_t *l = hash_find_addr(b, addr);
 	uint32_t h;
 
-	if (!l)
+	if (unlikely(!l))
 		return bad_free(b);
 	h = *l;
-	hash_unlink(C, l, h);
+	*l = C[h].hnext;
 	return free_chunk(b, C, h);
 }
 
@@ -903,18 +977,18 @@ int bfc_lookup(const struct bfc *b, uint64_t addr, bfc_handle_t *h)
 
 /* Chunks --------------------------------------------------------------------- */
 
-static void fill_info(const struct bfc *b, uint32_t h,
+static void fill_info(const struct bfc *b, uint32_t h, uint32_t region_id,
 		      struct bfc_chunk_info *info)
 {
 	const struct bfc_chunk *c = &b->chunks[h];
-	bool used = c->flags & BFC_CF_USED;
+	bool used = c->flags & BFC_CF_HELD;
 
 	info->addr = c->addr;
 	info->size = c->size;
 	info->requested = used ? c->u.requested : 0;
 	info->alloc_id = used ? c->u.alloc_id : 0;
-	info->tag = used ? c->u.tag : 0;
-	info->region_id = b->regions[c->region].id;
+	info->tag = c->flags & BFC_CF_TAGGED ? c->u.tag : 0;
+	info->region_id = region_id;
 	info->bin = bfc_bin_of(b, c->size);
 	info->in_use = used;
 }
@@ -922,17 +996,22 @@ static void fill_info(const struct bfc *b, uint32_t h,
 int bfc_chunk_info(const struct bfc *b, bfc_handle_t h,
 		   struct bfc_chunk_info *info)
 {
-	if (!handle_live(b, h) || !info)
+	uint32_t ri;
+
+	if (!bfc__is_chunk(b, h) || !info)
 		return -BFC_EINVAL;
-	fill_info(b, h, info);
+	ri = bfc__region_of(b, b->chunks[h].addr);
+	BFC_ASSERT(ri != UINT32_MAX, "a chunk outside every region");
+	fill_info(b, h, ri != UINT32_MAX ? b->regions[ri].id : 0, info);
 	return 0;
 }
 
 int bfc_set_tag(struct bfc *b, bfc_handle_t h, uint64_t tag)
 {
-	if (!handle_live(b, h) || !(b->chunks[h].flags & BFC_CF_USED))
+	if (!handle_in_use(b, h))
 		return -BFC_EINVAL;
 	b->chunks[h].u.tag = tag;
+	b->chunks[h].flags |= BFC_CF_TAGGED;
 	return 0;
 }
 
@@ -948,37 +1027,17 @@ int (bfc_for_each_chunk)(const struct bfc *b,
 	int ret;
 
 	for (pos = 0; pos < b->nr_regions; pos++) {
-		for (h = b->regions[b->order[pos]].first; h;
+		const struct bfc_region *r = &b->regions[b->order[pos]];
+
+		for (h = b->chunks[r->lo].next; h != r->hi;
 		     h = b->chunks[h].next) {
-			fill_info(b, h, &info);
+			fill_info(b, h, r->id, &info);
 			ret = fn(ctx, &info);
 			if (ret)
 				return ret;
 		}
 	}
 	return 0;
-}
-
-/* The chunk to go on from at cursor position pos: hint if it is a chunk
- * at or below pos in the region holding pos, else the first chunk of that
- * region, else that of the first region above pos; 0 when there is none.
- * The caller steps over chunks starting below pos.
- */
-static uint32_t walk_start(const struct bfc *b, uint64_t pos, uint32_t hint)
-{
-	const struct bfc_region *r;
-	uint32_t i;
-
-	if (handle_live(b, hint) && b->chunks[hint].addr <= pos &&
-	    region_end(&b->regions[b->chunks[hint].region]) > pos)
-		return hint;
-	i = order_upper(b, pos);
-	if (i > 0) {
-		r = &b->regions[b->order[i - 1]];
-		if (region_end(r) > pos)
-			return r->first;
-	}
-	return i < b->nr_regions ? b->regions[b->order[i]].first : 0;
 }
 
 int bfc_walk_chunks(const struct bfc *b, struct bfc_cursor *cur,
@@ -988,31 +1047,38 @@ int bfc_walk_chunks(const struct bfc *b, struct bfc_cursor *cur,
 {
 	const struct bfc_chunk *C = b->chunks;
 	struct bfc_chunk_info info;
-	uint32_t h = walk_start(b, cur->pos, cur->hint), seen = 0;
+	uint32_t i = order_upper(b, cur->pos), seen = 0, h;
 	int ret;
 
-	while (h) {
-		if (max && seen++ >= max) {
-			cur->hint = h;
-			return BFC_WALK_MORE;
+	/* Go on in the region holding pos, if any: from the hint if it is a
+	 * chunk of that region at or below pos, else from its start.
+	 */
+	if (i > 0 && region_end(&b->regions[b->order[i - 1]]) > cur->pos)
+		i--;
+	for (; i < b->nr_regions; i++) {
+		const struct bfc_region *r = &b->regions[b->order[i]];
+
+		h = C[r->lo].next;
+		if (bfc__is_chunk(b, cur->hint) && C[cur->hint].addr <= cur->pos &&
+		    C[cur->hint].addr >= r->base)
+			h = cur->hint;
+		for (; h != r->hi; h = C[h].next) {
+			if (max && seen++ >= max) {
+				cur->hint = h;
+				return BFC_WALK_MORE;
+			}
+			if (C[h].addr >= cur->pos) {
+				fill_info(b, h, r->id, &info);
+				cur->pos = info.addr + info.size;
+				cur->hint = C[h].next;
+				ret = fn(ctx, &info);
+				if (ret)
+					return ret;
+			}
 		}
-		if (C[h].addr >= cur->pos) {
-			fill_info(b, h, &info);
-			cur->pos = info.addr + info.size;
-			cur->hint = C[h].next;
-			ret = fn(ctx, &info);
-			if (ret)
-				return ret;
-		}
-		if (C[h].next) {
-			h = C[h].next;
-		} else {
-			/* The region ends here; all of it has been looked at
-			 * (its last chunk may have started below pos).
-			 */
-			cur->pos = C[h].addr + C[h].size;
-			h = walk_start(b, cur->pos, 0);
-		}
+		/* The region ends here; all of it has been looked at. */
+		cur->pos = region_end(r);
+		cur->hint = 0;
 	}
 	cur->hint = 0;
 	return 0;
@@ -1024,8 +1090,8 @@ uint64_t bfc_free_at_top(const struct bfc *b)
 
 	if (!b->nr_regions)
 		return 0;
-	c = &b->chunks[b->regions[b->order[b->nr_regions - 1]].last];
-	return c->flags & BFC_CF_USED ? 0 : c->size;
+	c = &b->chunks[b->chunks[b->regions[b->order[b->nr_regions - 1]].hi].prev];
+	return c->flags & BFC_CF_HELD ? 0 : c->size;
 }
 
 /* Statistics ------------------------------------------------------------------ */

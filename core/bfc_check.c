@@ -10,7 +10,8 @@ struct ck {
 	const struct bfc *b;
 	struct bfc_out o;
 	uint32_t bad;
-	uint64_t tree_nodes;	/* free chunks found in the class trees */
+	uint32_t live;		/* live slots (chunks and edges) */
+	uint64_t indexed;	/* free chunks found in the classes */
 };
 
 #define FAIL(ck, fmt, ...)						\
@@ -24,37 +25,49 @@ struct ck {
 /* Deeper than any red-black tree over 2^32 nodes can be. */
 #define MAX_DEPTH	66
 
+/* A live chunk or edge slot. */
 static bool slot_ok(const struct bfc *b, uint32_t h)
 {
-	return h && h < b->nr_used && (b->chunks[h].flags & BFC_CF_LIVE);
+	return h && h < b->nr_slots && (b->chunks[h].flags & BFC_CF_LIVE);
+}
+
+/* A live chunk (not an edge). */
+static bool chunk_ok(const struct bfc *b, uint32_t h)
+{
+	return bfc__is_chunk(b, h);
 }
 
 static void check_slots(struct ck *ck)
 {
 	const struct bfc *b = ck->b;
-	uint32_t h, n = 0, live = 0;
+	uint32_t h, n = 0;
 
-	if (b->nr_used > b->nr_slots || b->nr_used < 1)
-		FAIL(ck, "slots: %u used of %u", b->nr_used, b->nr_slots);
 	if (b->chunks[0].flags)
 		FAIL(ck, "slot 0 (tree nil) has flags 0x%x", b->chunks[0].flags);
-	for (h = b->free_slot; h && n <= b->nr_used; h = b->chunks[h].next, n++) {
-		if (h >= b->nr_used) {
+	for (h = b->free_slot; h && n <= b->nr_slots; h = b->chunks[h].next, n++) {
+		if (h >= b->nr_slots) {
 			FAIL(ck, "slot free list: slot %u out of range", h);
 			break;
 		}
 		if (b->chunks[h].flags & BFC_CF_LIVE)
 			FAIL(ck, "slot free list: slot %u holds a chunk", h);
 	}
-	if (n > b->nr_used)
+	if (n > b->nr_slots)
 		FAIL(ck, "slot free list: cycle");
-	for (h = 1; h < b->nr_used; h++)
-		live += !!(b->chunks[h].flags & BFC_CF_LIVE);
-	if (live != b->nr_live)
-		FAIL(ck, "slots: %u live, counted %u", live, b->nr_live);
-	if (n <= b->nr_used && live + n != b->nr_used - 1)
-		FAIL(ck, "slots: %u live + %u on the free list != %u", live, n,
-		     b->nr_used - 1);
+	for (h = 1; h < b->nr_slots; h++)
+		ck->live += !!(b->chunks[h].flags & BFC_CF_LIVE);
+	if (n <= b->nr_slots && ck->live + n != b->nr_slots - 1)
+		FAIL(ck, "slots: %u live + %u on the free list != %u", ck->live, n,
+		     b->nr_slots - 1);
+}
+
+/* Slot e is an edge at addr. */
+static bool edge_ok(const struct bfc *b, uint32_t e, uint64_t addr)
+{
+	const struct bfc_chunk *c = &b->chunks[e];
+
+	return slot_ok(b, e) && c->flags == (BFC_CF_LIVE | BFC_CF_HELD | BFC_CF_EDGE) &&
+	       c->addr == addr && !c->size;
 }
 
 static void check_regions(struct ck *ck)
@@ -90,6 +103,12 @@ static void check_regions(struct ck *ck)
 		    r->size > UINT64_MAX - r->base)
 			FAIL(ck, "region %u [0x%llx, +0x%llx): bad base/size", r->id,
 			     BFC_ULL(r->base), BFC_ULL(r->size));
+		if (!edge_ok(b, r->lo, r->base) || b->chunks[r->lo].prev)
+			FAIL(ck, "region %u: low edge %u is not an edge at 0x%llx",
+			     r->id, r->lo, BFC_ULL(r->base));
+		if (!edge_ok(b, r->hi, r->base + r->size) || b->chunks[r->hi].next)
+			FAIL(ck, "region %u: high edge %u is not an edge at 0x%llx",
+			     r->id, r->hi, BFC_ULL(r->base + r->size));
 		if (i > 0) {
 			const struct bfc_region *q = &b->regions[b->order[i - 1]];
 
@@ -114,20 +133,20 @@ static void check_regions(struct ck *ck)
 }
 
 /* Chunk h is on its address's bucket chain (bounded: chains may be
- * corrupt, and a free chunk's hnext is a tree link).
+ * corrupt, and a free chunk's hnext is stale).
  */
 static bool indexed(const struct bfc *b, uint32_t h)
 {
 	uint32_t x = b->hash[bfc__hash_bucket(b, b->chunks[h].addr)], n = 0;
 
-	for (; x && x < b->nr_used && n <= b->nr_used; x = b->chunks[x].u.hnext, n++)
+	for (; x && x < b->nr_slots && n <= b->nr_slots; x = b->chunks[x].hnext, n++)
 		if (x == h)
 			return true;
 	return false;
 }
 
 struct sums {
-	uint64_t in_use, requested, used, free, chunks;
+	uint64_t in_use, requested, used, free, chunks, edges;
 };
 
 static void check_chunk(struct ck *ck, uint32_t h, struct sums *s)
@@ -142,7 +161,7 @@ static void check_chunk(struct ck *ck, uint32_t h, struct sums *s)
 		FAIL(ck, "chunk %u at 0x%llx size %llu: in class %u, belongs in %u",
 		     h, BFC_ULL(c->addr), BFC_ULL(c->size), c->cls,
 		     bfc__class_of(b, c->size));
-	if (c->flags & BFC_CF_USED) {
+	if (c->flags & BFC_CF_HELD) {
 		s->used++;
 		s->in_use += c->size;
 		s->requested += c->u.requested;
@@ -175,31 +194,33 @@ static void check_tiling(struct ck *ck, struct sums *s)
 	if (b->nr_regions > b->region_cap)
 		return;		/* check_regions() said so; order[] is short */
 	for (i = 0; i < b->nr_regions; i++) {
-		uint32_t ri = b->order[i], h, prev = 0, steps = 0;
+		uint32_t ri = b->order[i], h, prev, steps = 0;
 		const struct bfc_region *r;
 		uint64_t at;
 
 		if (ri >= b->region_cap || !b->regions[ri].id)
 			continue;
 		r = &b->regions[ri];
+		if (!slot_ok(b, r->lo) || !slot_ok(b, r->hi))
+			continue;	/* check_regions() said so */
+		s->edges += 2;
 		at = r->base;
-		for (h = r->first; h; prev = h, h = b->chunks[h].next) {
+		prev = r->lo;
+		for (h = b->chunks[r->lo].next; h != r->hi;
+		     prev = h, h = b->chunks[h].next) {
 			const struct bfc_chunk *c;
 
-			if (!slot_ok(b, h)) {
+			if (!chunk_ok(b, h)) {
 				FAIL(ck, "region %u: chunk link to bad handle %u after %u",
 				     r->id, h, prev);
 				break;
 			}
-			if (++steps > b->nr_used) {
+			if (++steps > b->nr_slots) {
 				FAIL(ck, "region %u: chunk list cycle", r->id);
 				break;
 			}
 			c = &b->chunks[h];
 			s->chunks++;
-			if (c->region != ri)
-				FAIL(ck, "chunk %u at 0x%llx: region slot %u, lies in %u",
-				     h, BFC_ULL(c->addr), c->region, ri);
 			if (c->prev != prev)
 				FAIL(ck, "chunk %u at 0x%llx: prev is %u, should be %u",
 				     h, BFC_ULL(c->addr), c->prev, prev);
@@ -207,8 +228,8 @@ static void check_tiling(struct ck *ck, struct sums *s)
 				FAIL(ck, "region %u: chunk %u at 0x%llx, expected 0x%llx (%s)",
 				     r->id, h, BFC_ULL(c->addr), BFC_ULL(at),
 				     c->addr > at ? "gap" : "overlap");
-			if (prev && !(c->flags & BFC_CF_USED) &&
-			    !(b->chunks[prev].flags & BFC_CF_USED))
+			if (!(c->flags & BFC_CF_HELD) &&
+			    !(b->chunks[prev].flags & BFC_CF_HELD))
 				FAIL(ck, "free chunks %u and %u at 0x%llx are adjacent (not coalesced)",
 				     prev, h, BFC_ULL(c->addr));
 			check_chunk(ck, h, s);
@@ -219,16 +240,40 @@ static void check_tiling(struct ck *ck, struct sums *s)
 				break;
 			}
 		}
-		if (!h && at != r->base + r->size)
+		if (h != r->hi)
+			continue;
+		if (prev == r->lo)
+			FAIL(ck, "region %u: no chunk between its edges", r->id);
+		if (at != r->base + r->size)
 			FAIL(ck, "region %u: chunks end at 0x%llx, region at 0x%llx",
 			     r->id, BFC_ULL(at), BFC_ULL(r->base + r->size));
-		if (!h && r->last != prev)
-			FAIL(ck, "region %u: last chunk is %u, recorded %u", r->id,
-			     prev, r->last);
+		if (b->chunks[r->hi].prev != prev)
+			FAIL(ck, "region %u: last chunk is %u, high edge says %u",
+			     r->id, prev, b->chunks[r->hi].prev);
 	}
-	if (s->chunks != b->nr_live)
-		FAIL(ck, "chunks: %llu in regions, %u live slots (leak)",
-		     BFC_ULL(s->chunks), b->nr_live);
+	if (s->chunks + s->edges != ck->live)
+		FAIL(ck, "chunks: %llu in regions and %llu edges, %u live slots (leak)",
+		     BFC_ULL(s->chunks), BFC_ULL(s->edges), ck->live);
+}
+
+/* Chunk x (a live chunk) is indexed in class c: it must be free and of a
+ * size of that class.
+ */
+static void check_member(struct ck *ck, uint32_t c, uint32_t x)
+{
+	const struct bfc *b = ck->b;
+	const struct bfc_chunk *n = &b->chunks[x];
+
+	ck->indexed++;
+	if (n->flags & BFC_CF_HELD)
+		FAIL(ck, "class %u: in-use chunk %u at 0x%llx is in it", c, x,
+		     BFC_ULL(n->addr));
+	if (n->cls != c)
+		FAIL(ck, "class %u: chunk %u (size %llu) records class %u", c, x,
+		     BFC_ULL(n->size), n->cls);
+	if (bfc__class_of(b, n->size) != c)
+		FAIL(ck, "class %u: chunk %u of size %llu belongs in class %u", c,
+		     x, BFC_ULL(n->size), bfc__class_of(b, n->size));
 }
 
 /* Check node x of class c's tree (reached from `parent`); false: do not
@@ -240,7 +285,7 @@ static bool check_node(struct ck *ck, uint32_t c, uint32_t x, uint32_t parent,
 	const struct bfc *b = ck->b;
 	const struct bfc_chunk *n;
 
-	if (!slot_ok(b, x)) {
+	if (!chunk_ok(b, x)) {
 		FAIL(ck, "class %u: tree link from %u to bad handle %u", c, parent, x);
 		return false;
 	}
@@ -254,19 +299,10 @@ static bool check_node(struct ck *ck, uint32_t c, uint32_t x, uint32_t parent,
 		FAIL(ck, "class %u: tree deeper than %d at chunk %u", c, MAX_DEPTH, x);
 		return false;
 	}
-	ck->tree_nodes++;
-	if (n->flags & BFC_CF_USED)
-		FAIL(ck, "class %u: in-use chunk %u at 0x%llx is in the tree", c, x,
-		     BFC_ULL(n->addr));
-	if (n->cls != c)
-		FAIL(ck, "class %u: chunk %u (size %llu) records class %u", c, x,
-		     BFC_ULL(n->size), n->cls);
-	if (bfc__class_of(b, n->size) != c)
-		FAIL(ck, "class %u: chunk %u of size %llu belongs in class %u", c,
-		     x, BFC_ULL(n->size), bfc__class_of(b, n->size));
-	if (n->t.left >= b->nr_used || n->t.right >= b->nr_used) {
+	check_member(ck, c, x);
+	if (n->t.left >= b->nr_slots || n->t.right >= b->nr_slots) {
 		FAIL(ck, "class %u: chunk %u links to %u/%u, beyond %u slots", c,
-		     x, n->t.left, n->t.right, b->nr_used);
+		     x, n->t.left, n->t.right, b->nr_slots);
 		return false;
 	}
 	if ((n->flags & BFC_CF_RED) &&
@@ -337,6 +373,15 @@ static void check_tree(struct ck *ck, uint32_t c, uint32_t root)
 	}
 }
 
+/* Class c holds one chunk, m, and no tree. */
+static void check_alone(struct ck *ck, uint32_t c, uint32_t m)
+{
+	if (!chunk_ok(ck->b, m))
+		FAIL(ck, "class %u: its chunk is bad handle %u", c, m);
+	else
+		check_member(ck, c, m);
+}
+
 static void check_classes(struct ck *ck, const struct sums *s)
 {
 	const struct bfc *b = ck->b;
@@ -344,24 +389,30 @@ static void check_classes(struct ck *ck, const struct sums *s)
 	uint32_t c, fl;
 
 	for (c = 0; c < BFC_NR_CLASSES; c++) {
-		const struct bfc_class *k = &b->cls[c];
+		const union bfc_class *k = &b->cls[c];
 		bool bit = b->sl_map[c >> BFC_SL_BITS] >> (c & (BFC_SL_COUNT - 1)) & 1;
 		uint32_t x, d;
 
-		if (bit != !!k->root)
-			FAIL(ck, "class %u: bitmap says %s, tree is %s", c,
-			     bit ? "non-empty" : "empty", k->root ? "non-empty" : "empty");
+		if (bit != !!k->min)
+			FAIL(ck, "class %u: bitmap says %s, class is %s", c,
+			     bit ? "non-empty" : "empty", k->min ? "non-empty" : "empty");
+		if (!k->min) {
+			if (k->root)
+				FAIL(ck, "class %u: empty but has a tree at %u", c, k->root);
+			continue;
+		}
 		if (!k->root) {
-			if (k->min)
-				FAIL(ck, "class %u: empty but cached minimum %u", c, k->min);
+			check_alone(ck, c, k->min);
 			continue;
 		}
 		check_tree(ck, c, k->root);
-		if (!slot_ok(b, k->root))
+		if (!chunk_ok(b, k->root))
 			continue;
 		if (C[k->root].flags & BFC_CF_RED)
 			FAIL(ck, "class %u: root %u is red", c, k->root);
-		for (x = k->root, d = 0; slot_ok(b, C[x].t.left) && d < MAX_DEPTH; d++)
+		if (!C[k->root].t.left && !C[k->root].t.right)
+			FAIL(ck, "class %u: a tree of one chunk (%u)", c, k->root);
+		for (x = k->root, d = 0; chunk_ok(b, C[x].t.left) && d < MAX_DEPTH; d++)
 			x = C[x].t.left;
 		if (k->min != x)
 			FAIL(ck, "class %u: cached minimum %u, leftmost is %u", c,
@@ -375,9 +426,9 @@ static void check_classes(struct ck *ck, const struct sums *s)
 			FAIL(ck, "class group %u: bitmap says %s, its classes are %s",
 			     fl, bit ? "non-empty" : "empty", any ? "non-empty" : "empty");
 	}
-	if (ck->tree_nodes != s->free)
-		FAIL(ck, "classes: %llu chunks in trees, %llu free chunks in regions",
-		     BFC_ULL(ck->tree_nodes), BFC_ULL(s->free));
+	if (ck->indexed != s->free)
+		FAIL(ck, "classes: %llu chunks indexed, %llu free chunks in regions",
+		     BFC_ULL(ck->indexed), BFC_ULL(s->free));
 }
 
 static void check_hash(struct ck *ck, const struct sums *s)
@@ -387,14 +438,14 @@ static void check_hash(struct ck *ck, const struct sums *s)
 	uint32_t i, x;
 
 	for (i = 0; i < nb; i++) {
-		for (x = b->hash[i]; x; x = b->chunks[x].u.hnext) {
-			if (!slot_ok(b, x) || !(b->chunks[x].flags & BFC_CF_USED) ||
+		for (x = b->hash[i]; x; x = b->chunks[x].hnext) {
+			if (!chunk_ok(b, x) || !(b->chunks[x].flags & BFC_CF_HELD) ||
 			    bfc__hash_bucket(b, b->chunks[x].addr) != i) {
 				FAIL(ck, "address index: bucket %u holds %u, not an in-use chunk with that address hash",
 				     i, x);
 				break;
 			}
-			if (++n > b->nr_used) {
+			if (++n > b->nr_slots) {
 				FAIL(ck, "address index: chain cycle at bucket %u", i);
 				return;
 			}
@@ -403,9 +454,9 @@ static void check_hash(struct ck *ck, const struct sums *s)
 	if (n != s->used)
 		FAIL(ck, "address index: %llu entries, %llu chunks in use", BFC_ULL(n),
 		     BFC_ULL(s->used));
-	if (n > b->hash_limit || b->hash_limit != nb / 2)
-		FAIL(ck, "address index: %llu entries in %llu buckets, limit %u",
-		     BFC_ULL(n), BFC_ULL(nb), b->hash_limit);
+	if (nb < (b->nr_slots < (1u << 30) ? 2ull * b->nr_slots : 1ull << 31))
+		FAIL(ck, "address index: %llu buckets for %u slots",
+		     BFC_ULL(nb), b->nr_slots);
 }
 
 static void check_stats(struct ck *ck, const struct sums *s)

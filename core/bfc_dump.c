@@ -79,14 +79,15 @@ size_t bfc_dump_chunks(const struct bfc *b, char *buf, size_t len)
 
 		BFC_PUT(&o, "Region %u at 0x%llx of size %llu\n", r->id,
 			BFC_ULL(r->base), BFC_ULL(r->size));
-		for (h = r->first; h; h = b->chunks[h].next) {
+		for (h = b->chunks[r->lo].next; h != r->hi;
+		     h = b->chunks[h].next) {
 			const struct bfc_chunk *c = &b->chunks[h];
 
-			if (c->flags & BFC_CF_USED)
+			if (c->flags & BFC_CF_HELD)
 				BFC_PUT(&o, "InUse at 0x%llx of size %llu requested %llu alloc_id %llu tag 0x%llx handle %u\n",
 					BFC_ULL(c->addr), BFC_ULL(c->size),
 					BFC_ULL(c->u.requested), BFC_ULL(c->u.alloc_id),
-					BFC_ULL(c->u.tag), h);
+					BFC_ULL(c->flags & BFC_CF_TAGGED ? c->u.tag : 0), h);
 			else
 				BFC_PUT(&o, "Free  at 0x%llx of size %llu handle %u\n",
 					BFC_ULL(c->addr), BFC_ULL(c->size), h);
@@ -114,7 +115,7 @@ size_t bfc_render_occupancy(const struct bfc *b, char *buf, size_t len,
 		BFC_PUT(&o, "<allocator contains no memory>\n");
 	for (i = 0; i < b->nr_regions; i++) {
 		const struct bfc_region *r = &b->regions[b->order[i]];
-		uint32_t h = r->first;
+		uint32_t h = b->chunks[r->lo].next;
 
 		BFC_PUT(&o, "Region %u: ", r->id);
 		for (cell = 0; cell < width; cell++) {
@@ -124,12 +125,14 @@ size_t bfc_render_occupancy(const struct bfc *b, char *buf, size_t len,
 
 			if (hi == lo)	/* more cells than bytes: show the byte */
 				hi = lo + 1;
-			/* h is the chunk holding lo: skip those ending before. */
+			/* h is the chunk holding lo (the region's chunks reach
+			 * its end): skip those ending before.
+			 */
 			while (b->chunks[h].addr + b->chunks[h].size <= lo)
 				h = b->chunks[h].next;
-			for (uint32_t x = h; x && b->chunks[x].addr < hi;
+			for (uint32_t x = h; x != r->hi && b->chunks[x].addr < hi;
 			     x = b->chunks[x].next) {
-				if (b->chunks[x].flags & BFC_CF_USED)
+				if (b->chunks[x].flags & BFC_CF_HELD)
 					any_used = true;
 				else
 					any_free = true;

@@ -33,50 +33,78 @@ _Static_assert(BFC_NR_CLASSES <= 65535, "class index is 16 bits");
 /* Chunks ---------------------------------------------------------------- */
 
 /* chunk.flags */
-#define BFC_CF_LIVE	0x01	/* slot holds a chunk (else on the slot free list) */
-#define BFC_CF_USED	0x02	/* in use (else free, and in its class tree) */
-#define BFC_CF_RED	0x04	/* red-black colour while free; 0 = black */
+#define BFC_CF_LIVE	0x01	/* slot holds a chunk or an edge (else on the
+				 * slot free list, flags 0)
+				 */
+#define BFC_CF_HELD	0x02	/* not free: in use, or an edge */
+#define BFC_CF_EDGE	0x04	/* a region's edge (HELD too), not a chunk */
+#define BFC_CF_RED	0x08	/* red-black colour, while in a class tree */
+#define BFC_CF_TAGGED	0x10	/* in use, and u.tag set since its allocation */
 
-/* One per chunk, 64 bytes, in an array indexed by handle.  Slot 0 is the
- * red-black trees' nil sentinel (always black; its parent link is scratch
- * during deletion), so handle 0 never names a chunk.
+/* One record per chunk, 64 bytes, in an array indexed by handle.
+ *
+ * Each region is bracketed by two edge records (BFC_CF_EDGE, size 0): the
+ * low edge at the region's base, before its first chunk, and the high
+ * edge at its end, after its last chunk.  They are HELD, so a chunk's
+ * neighbours always exist and a free never needs to ask whether it is at
+ * the end of a region: it merges only with free neighbours, and edges are
+ * never free.
+ *
+ * Slot 0 is the red-black trees' nil (always black; its parent link is
+ * scratch during deletion), so handle 0 never names a chunk.
  */
 struct bfc_chunk {
-	/* Hot: the tree descent reads size, addr and the links only. */
-	uint64_t size;		/* bytes, a multiple of the granularity */
+	uint64_t size;		/* bytes, a multiple of the granularity; edges 0 */
+	uint32_t prev;		/* lower neighbour (chunk or low edge); low edge: 0 */
+	uint32_t next;		/* higher neighbour (chunk or high edge); high
+				 * edge: 0; on the slot free list: next free slot
+				 */
+	/* Not next to size: gcc's SLP vectorizer pairs the two in userspace
+	 * builds, with more instructions than it saves (the kernel has no
+	 * vector code, so the core is also measured as the module runs it).
+	 */
 	uint64_t addr;
-	uint32_t prev;		/* physical neighbours in the same region, 0 = none; */
-	uint32_t next;		/* on the slot free list: next free slot */
-	uint32_t region;	/* index into bfc.regions (not the region id) */
-	uint16_t cls;		/* class of size (in use too: free reuses it) */
+	uint16_t cls;		/* class of size: kept in use too (free reuses it) */
 	uint8_t flags;		/* BFC_CF_* */
 	uint8_t unused;
+	uint32_t hnext;		/* in use: next in its address index bucket */
 	union {
-		struct {		/* while free: links in the class tree */
+		/* Free, in a class tree (the class's root is not 0): links.
+		 * Not kept while the chunk is alone in its class.
+		 */
+		struct {
 			uint32_t left, right, parent;
 		} t;
-		struct {		/* while in use */
+		struct {		/* in use */
 			uint64_t requested;
 			uint64_t alloc_id;
-			uint64_t tag;
-			uint32_t hnext;	/* next in its address index bucket */
+			uint64_t tag;	/* valid with BFC_CF_TAGGED */
 		} u;
 	};
+	uint64_t unused2;
 };
 _Static_assert(sizeof(struct bfc_chunk) == 64, "one cache line per chunk");
 
-/* Per class: the tree root and its cached minimum (0 when empty). */
-struct bfc_class {
-	uint32_t root;
-	uint32_t min;
+/* Per class.  min is the class's smallest chunk by (size, addr), 0 when the
+ * class is empty.  root is its red-black tree's root when the class holds
+ * two chunks or more; 0 while it holds one (min), whose tree links are then
+ * not kept: the common case of a class of one costs one store to set or
+ * clear.  both reads and writes the pair at once.
+ */
+union bfc_class {
+	struct {
+		uint32_t min;
+		uint32_t root;
+	};
+	uint64_t both;
 };
 
 struct bfc_region {
 	uint64_t base;
 	uint64_t size;
 	uint32_t id;		/* 0: the slot is unused */
-	uint32_t first;		/* chunk at base (its handle never changes) */
-	uint32_t last;		/* chunk ending at base + size */
+	uint32_t lo;		/* low edge: its next is the first chunk */
+	uint32_t hi;		/* high edge: its prev is the last chunk */
 	uint32_t unused;
 };
 
@@ -85,33 +113,37 @@ struct bfc {
 	uint64_t gmask;		/* granularity - 1 */
 	uint64_t size_max;	/* largest request: UINT64_MAX - gmask */
 	uint32_t gshift;	/* log2(granularity) */
+	uint64_t cls_floor;	/* SL_COUNT granules (see bfc__class_of) */
 
-	/* Chunk slots: chunks[0 .. nr_used) have been handed out; those not
-	 * BFC_CF_LIVE form a list through .next from free_slot.
+	/* Chunk slots: every slot but 0 (the trees' nil) either holds a
+	 * chunk or an edge (BFC_CF_LIVE) or is on the list of free slots,
+	 * threaded through .next from free_slot (0 ends it).
 	 */
 	struct bfc_chunk *chunks;	/* 64-byte aligned inside chunks_mem */
 	void *chunks_mem;
 	size_t chunks_mem_size;
 	uint32_t nr_slots;		/* capacity */
-	uint32_t nr_used;
 	uint32_t free_slot;
-	uint32_t nr_live;
 
 	/* Free chunks: a bit per non-empty class, a bit per non-empty group. */
 	uint64_t fl_map;
 	uint32_t sl_map[BFC_FL_COUNT];
-	struct bfc_class cls[BFC_NR_CLASSES];
+	union bfc_class cls[BFC_NR_CLASSES];
 
 	/* In-use chunks by start address: bucket heads, chained through
-	 * chunk.u.hnext (0 ends a chain).
+	 * chunk.hnext (0 ends a chain).  Twice as many buckets as chunk
+	 * slots (up to 2^HASH_MAX_BITS), so the load stays at most 1/2
+	 * without a check on allocation: it grows with the slot array.
 	 */
 	uint32_t *hash;
 	uint64_t hash_mul;		/* Fibonacci multiplier >> gshift */
 	uint32_t hash_shift;		/* 64 - log2(buckets) */
-	uint32_t hash_limit;		/* most entries (st.chunks_in_use) */
-	/* max_split_size - 1: chunks larger never split (UINT64_MAX: none). */
-	uint64_t split_max;
-	uint64_t ratio_max;	/* UINT64_MAX / split_ratio (0: none) */
+
+	/* Split rule, prepared by bfc_create() (see want_split() in bfc.c). */
+	uint64_t split_max;	/* max_split_size - 1: larger never split */
+	uint64_t split_thr;	/* max(split_threshold, 1); 1 for split_ratio 1 */
+	uint64_t ratio_m1;	/* split_ratio - 1 */
+	uint64_t ratio_lim;	/* largest r with r * ratio_m1 exact; 0: no ratio test */
 
 	/* Regions: slots with stable indices, and their indices by base. */
 	struct bfc_region *regions;
@@ -130,16 +162,22 @@ struct bfc {
 static __always_inline uint32_t bfc__class_of(const struct bfc *b,
 					      uint64_t size)
 {
-	uint64_t u = size >> b->gshift;
-	/* With s = fl - SL_BITS, the class is s * SL_COUNT plus u >> s (whose
-	 * leading one is bit SL_BITS: it adds the SL_COUNT of group s + 1).
-	 * Without a branch: below 2^SL_BITS, taking fl = SL_BITS gives s = 0
-	 * and class u, the class of its own.
+	/* In granules u = size >> gshift, the class is s * SL_COUNT plus
+	 * u >> s, with s = floor(log2 u) - SL_BITS (u >> s has its leading
+	 * one at bit SL_BITS: it adds the SL_COUNT of group s + 1), or s = 0
+	 * below 2^SL_BITS granules, a class per size.  Computed on bytes with
+	 * t = s + gshift: size >> t is u >> s, and (t << SL_BITS) is the
+	 * class plus gshift * SL_COUNT, the same for every size, so these are
+	 * the same classes, numbered from gshift * SL_COUNT; the largest is
+	 * still below BFC_NR_CLASSES.  cls_floor (SL_COUNT granules) gives
+	 * the floor of t without a branch.  Granularities above 2^58 have
+	 * cls_floor 2^63: t is then 58 for every size, still below gshift,
+	 * and every size (a multiple of 2^59) has a class of its own.
 	 */
-	uint32_t s = 63u - (uint32_t)__builtin_clzll(u | BFC_SL_COUNT) -
+	uint32_t t = 63u - (uint32_t)__builtin_clzll(size | b->cls_floor) -
 		     BFC_SL_BITS;
 
-	return (s << BFC_SL_BITS) + (uint32_t)(u >> s);
+	return (t << BFC_SL_BITS) + (uint32_t)(size >> t);
 }
 
 static inline bool bfc__key_less(const struct bfc_chunk *a,
@@ -148,15 +186,21 @@ static inline bool bfc__key_less(const struct bfc_chunk *a,
 	return a->size < b->size || (a->size == b->size && a->addr < b->addr);
 }
 
-/* bfc_tree.c: the free-chunk index.  The common cases (a class holding
- * one chunk; the best fit being a class's cached minimum) are inline below
- * (always: they are most of every allocation and free); the tree work is
- * out of line.
+/* Is h a chunk (live, not an edge)?  Any h is accepted. */
+static inline bool bfc__is_chunk(const struct bfc *b, uint32_t h)
+{
+	return h < b->nr_slots &&
+	       (b->chunks[h].flags & (BFC_CF_LIVE | BFC_CF_EDGE)) == BFC_CF_LIVE;
+}
+
+/* bfc_tree.c: classes of two chunks or more.  The class of one chunk is
+ * handled inline below; the tree work is out of line.
  */
-void bfc__tree_insert(struct bfc *b, struct bfc_class *k, uint32_t h);
-void bfc__tree_remove(struct bfc *b, struct bfc_class *k, uint32_t h);
-bool bfc__tree_rekey(struct bfc *b, uint32_t o, uint32_t n);
-uint32_t bfc__find_fit_slow(const struct bfc *b, uint32_t c, uint64_t size);
+void bfc__tree_insert(struct bfc *b, uint32_t k, uint32_t h);
+void bfc__tree_remove(struct bfc *b, uint32_t k, uint32_t h);
+bool bfc__tree_in_order(const struct bfc *b, uint32_t h);
+uint32_t bfc__find_fit_slow(const struct bfc *b, uint32_t k, uint64_t size);
+uint32_t bfc__largest_free(const struct bfc *b);
 
 /* The helpers below take the chunk array C (b->chunks) from their
  * callers: the core is built with -fno-strict-aliasing (as the kernel
@@ -164,37 +208,12 @@ uint32_t bfc__find_fit_slow(const struct bfc *b, uint32_t c, uint64_t size);
  * again, and recompute every chunk address from it.
  */
 
-/* Chunk h is alone in its class k: the root, without children. */
-static __always_inline bool bfc__alone(const struct bfc *b,
-				       const struct bfc_chunk *C, uint32_t h,
-				       uint32_t k)
-{
-	return b->cls[k].root == h && !C[h].t.left && !C[h].t.right;
-}
-
-/* Chunk h, of class k, takes the place of the only chunk of class k (or
- * becomes the first: the caller sets the bitmaps then).
- */
-static __always_inline void bfc__class_take(struct bfc *b,
-					    struct bfc_chunk *C, uint32_t k,
-					    uint32_t h)
-{
-	struct bfc_chunk *x = &C[h];
-
-	x->cls = (uint16_t)k;
-	x->t.parent = 0;
-	x->t.left = 0;
-	x->t.right = 0;
-	x->flags &= (uint8_t)~BFC_CF_RED;
-	b->cls[k].root = h;
-	b->cls[k].min = h;
-}
-
-/* Chunk h, of class k, becomes the only chunk of empty class k. */
+/* Chunk h, free and in no class, becomes the only chunk of empty class k. */
 static __always_inline void bfc__class_set(struct bfc *b, struct bfc_chunk *C,
 					   uint32_t k, uint32_t h)
 {
-	bfc__class_take(b, C, k, h);
+	C[h].cls = (uint16_t)k;
+	b->cls[k].both = h;		/* min h, root 0: alone */
 	b->sl_map[k >> BFC_SL_BITS] |= 1u << (k & (BFC_SL_COUNT - 1));
 	b->fl_map |= 1ull << (k >> BFC_SL_BITS);
 }
@@ -203,89 +222,106 @@ static __always_inline void bfc__class_set(struct bfc *b, struct bfc_chunk *C,
 static __always_inline void bfc__class_clear(struct bfc *b, uint32_t k)
 {
 	uint32_t fl = k >> BFC_SL_BITS;
+	uint32_t sl = b->sl_map[fl] & ~(1u << (k & (BFC_SL_COUNT - 1)));
 
-	b->cls[k].root = 0;
-	b->cls[k].min = 0;
-	b->sl_map[fl] &= ~(1u << (k & (BFC_SL_COUNT - 1)));
-	b->fl_map &= ~((uint64_t)!b->sl_map[fl] << fl);	/* no branch */
+	b->cls[k].both = 0;
+	b->sl_map[fl] = sl;
+	b->fl_map &= ~((uint64_t)!sl << fl);	/* no branch */
 }
 
-/* Insert free chunk h into class k, which its size belongs to. */
-static __always_inline void bfc__class_insert_c(struct bfc *b,
-						struct bfc_chunk *C,
-						uint32_t h, uint32_t k)
-{
-	if (b->cls[k].root) {
-		C[h].cls = (uint16_t)k;
-		bfc__tree_insert(b, &b->cls[k], h);
-		return;
-	}
-	bfc__class_set(b, C, k, h);	/* the first of its class: common */
-}
-
+/* Index free chunk h (in no class) in class k, which its size belongs to. */
 static __always_inline void bfc__class_insert(struct bfc *b,
-					      struct bfc_chunk *C, uint32_t h)
+					      struct bfc_chunk *C,
+					      uint32_t h, uint32_t k)
 {
-	bfc__class_insert_c(b, C, h, bfc__class_of(b, C[h].size));
+	if (b->cls[k].min) {
+		C[h].cls = (uint16_t)k;
+		bfc__tree_insert(b, k, h);
+	} else {
+		bfc__class_set(b, C, k, h);	/* the first of its class: common */
+	}
 }
 
-/* Remove h from its class; h's key is not looked at (it may have changed). */
+/* Alone chunk h leaves class k (which it empties) for empty class kn.
+ * The same as bfc__class_clear() then bfc__class_set(), with one update
+ * of the group bitmap: group gn is non-empty after, and group gk is empty
+ * when neither k nor kn is left in it.
+ */
+static __always_inline void bfc__class_move(struct bfc *b, struct bfc_chunk *C,
+					    uint32_t k, uint32_t kn, uint32_t h)
+{
+	uint32_t gk = k >> BFC_SL_BITS, gn = kn >> BFC_SL_BITS;
+	uint32_t sk = b->sl_map[gk] & ~(1u << (k & (BFC_SL_COUNT - 1)));
+	uint64_t fl = b->fl_map;
+
+	b->cls[k].both = 0;
+	b->cls[kn].both = h;
+	C[h].cls = (uint16_t)kn;
+	b->sl_map[gk] = sk;
+	b->sl_map[gn] |= 1u << (kn & (BFC_SL_COUNT - 1));
+	fl &= ~((uint64_t)!sk << gk);
+	b->fl_map = fl | 1ull << gn;
+}
+
+/* Take free chunk h out of its class; h's key is not looked at (it may
+ * have changed).
+ */
 static __always_inline void bfc__class_remove(struct bfc *b,
 					      struct bfc_chunk *C, uint32_t h)
 {
 	uint32_t k = C[h].cls;
 
-	BFC_ASSERT(!(C[h].flags & BFC_CF_USED),
-		   "removing an in-use chunk from a class");
-	if (bfc__alone(b, C, h, k))
-		bfc__class_clear(b, k);		/* common */
+	BFC_ASSERT(!(C[h].flags & BFC_CF_HELD),
+		   "removing a chunk that is not free from a class");
+	if (!b->cls[k].root)
+		bfc__class_clear(b, k);		/* alone: common */
 	else
-		bfc__tree_remove(b, &b->cls[k], h);
+		bfc__tree_remove(b, k, h);
 }
 
-/* Free chunk n, whose key the caller has set and whose size belongs to
- * class k, takes the place of free chunk o in the class index.  n may be o
- * (its size changed), or a chunk in no class.  When k is o's class and n
- * sorts between o's in-order neighbours (always, if o is alone there), n
- * takes o's node: no search, no rebalancing.  Otherwise o is removed and
- * n inserted.
+/* Free chunk h, indexed in its class, has a new key (size and address),
+ * whose class is k.  Alone in its class and staying there, nothing
+ * changes; in a tree and still between its in-order neighbours, nothing
+ * changes either; otherwise it moves.
  */
-static __always_inline void bfc__class_replace(struct bfc *b,
-					       struct bfc_chunk *C, uint32_t o,
-					       uint32_t n, uint32_t k)
+static __always_inline void bfc__class_rekey(struct bfc *b,
+					     struct bfc_chunk *C, uint32_t h,
+					     uint32_t k)
 {
-	if (k == C[o].cls) {
-		if (bfc__alone(b, C, o, k)) {
-			if (n != o)
-				bfc__class_take(b, C, k, n);
+	uint32_t o = C[h].cls;
+
+	if (!b->cls[o].root) {
+		if (o == k)
 			return;
-		}
-		if (bfc__tree_rekey(b, o, n))
+		bfc__class_clear(b, o);
+	} else {
+		if (o == k && bfc__tree_in_order(b, h))
 			return;
+		bfc__tree_remove(b, o, h);
 	}
-	bfc__class_remove(b, C, o);
-	bfc__class_insert_c(b, C, n, k);
+	bfc__class_insert(b, C, h, k);
 }
 
-/* The minimum of the first non-empty class after k, or 0. */
-static __always_inline uint32_t bfc__next_min(const struct bfc *b, uint32_t k)
+/* The first non-empty class at or after k, or BFC_NO_CLASS. */
+static __always_inline uint32_t bfc__next_class(const struct bfc *b,
+						uint32_t k)
 {
 	uint32_t fl = k >> BFC_SL_BITS;
-	uint32_t bits = b->sl_map[fl] & (~1u << (k & (BFC_SL_COUNT - 1)));
+	uint32_t bits = b->sl_map[fl] & (~0u << (k & (BFC_SL_COUNT - 1)));
 	uint64_t fbits;
 
 	if (!bits) {
 		fbits = b->fl_map & (~1ull << fl);
 		if (!fbits)
-			return 0;
+			return BFC_NO_CLASS;
 		fl = (uint32_t)__builtin_ctzll(fbits);
 		bits = b->sl_map[fl];
 	}
-	return b->cls[(fl << BFC_SL_BITS) + (uint32_t)__builtin_ctz(bits)].min;
+	return (fl << BFC_SL_BITS) + (uint32_t)__builtin_ctz(bits);
 }
 
 /* The chunk best fitting a request of size bytes (a multiple of the
- * granularity), or 0.  The slow path searches the tree of size's class.
+ * granularity), or 0.
  */
 static __always_inline uint32_t bfc__find_fit(const struct bfc *b,
 					      uint64_t size)
@@ -293,14 +329,13 @@ static __always_inline uint32_t bfc__find_fit(const struct bfc *b,
 	uint32_t k = bfc__class_of(b, size);
 	uint32_t m = b->cls[k].min;
 
-	if (!m)
-		return bfc__next_min(b, k);
-	if (b->chunks[m].size >= size)
+	if (m && b->chunks[m].size >= size)
 		return m;
-	return bfc__find_fit_slow(b, k, size);
+	if (m)
+		return bfc__find_fit_slow(b, k, size);
+	k = bfc__next_class(b, k);
+	return k == BFC_NO_CLASS ? 0 : b->cls[k].min;
 }
-
-uint32_t bfc__largest_free(const struct bfc *b);
 
 /* The address index bucket of a start address: the top bits of a
  * Fibonacci hash of the granule number.  hash_mul is the 64-bit constant
@@ -308,10 +343,13 @@ uint32_t bfc__largest_free(const struct bfc *b);
  * (addr >> gshift) * (the constant with its low gshift bits cleared): no
  * shift by gshift needed.
  */
-static inline uint32_t bfc__hash_bucket(const struct bfc *b, uint64_t addr)
+static inline uint64_t bfc__hash_bucket(const struct bfc *b, uint64_t addr)
 {
-	return (uint32_t)((addr * b->hash_mul) >> b->hash_shift);
+	return (addr * b->hash_mul) >> b->hash_shift;
 }
+
+/* The region slot whose range holds addr, or UINT32_MAX.  O(log regions). */
+uint32_t bfc__region_of(const struct bfc *b, uint64_t addr);
 
 /* Text output into a caller's buffer, snprintf-style. */
 struct bfc_out {

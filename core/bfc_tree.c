@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: (GPL-2.0 OR MIT)
 /*
- * bfc_tree.c - the free-chunk index: segregated size classes with a
- * two-level bitmap, and per class a red-black tree of free chunks ordered
- * by (size, addr), linked by uint32 handles, with a cached minimum.
+ * bfc_tree.c - the free-chunk index beyond a class of one chunk: per
+ * class, a red-black tree of its free chunks ordered by (size, addr),
+ * linked by uint32 handles, with a cached minimum.
  *
  * The trees are CLRS red-black trees with a sentinel: chunk slot 0 is the
  * nil node (black; its parent link is written during deletion, as in CLRS).
- * The common cases that need no tree (a class of one chunk, a fit that is
- * a class minimum) are inline in bfc_internal.h; this file has the rest.
+ * A class holding one chunk has no tree (its root is 0 and the chunk's
+ * links are not kept); the inline code in bfc_internal.h handles it, and
+ * this file makes the tree when a second chunk arrives and drops it when
+ * one is left.
  */
 #include "bfc_internal.h"
 
@@ -238,21 +240,39 @@ static void tree_delete(struct bfc_chunk *C, uint32_t *root, uint32_t z)
 	C[0].t.parent = 0;
 }
 
-/* Insert h (its cls set) into k, which is not empty. */
-void bfc__tree_insert(struct bfc *b, struct bfc_class *k, uint32_t h)
+/* Class k's one chunk (its min) becomes a tree of one. */
+static void tree_make(struct bfc_chunk *C, union bfc_class *k)
+{
+	uint32_t m = k->min;
+
+	LEFT(m) = 0;
+	RIGHT(m) = 0;
+	PARENT(m) = 0;
+	SET_BLACK(m);
+	k->root = m;
+}
+
+/* Insert h (its cls set) into class kk, which is not empty. */
+void bfc__tree_insert(struct bfc *b, uint32_t kk, uint32_t h)
 {
 	struct bfc_chunk *C = b->chunks;
+	union bfc_class *k = &b->cls[kk];
 
+	if (!k->root)
+		tree_make(C, k);
 	if (bfc__key_less(&C[h], &C[k->min]))
 		k->min = h;
 	tree_insert(C, &k->root, h);
 }
 
-/* Remove h from k, which holds other chunks too. */
-void bfc__tree_remove(struct bfc *b, struct bfc_class *k, uint32_t h)
+/* Remove h from class kk, which has a tree (two chunks or more). */
+void bfc__tree_remove(struct bfc *b, uint32_t kk, uint32_t h)
 {
 	struct bfc_chunk *C = b->chunks;
+	union bfc_class *k = &b->cls[kk];
+	uint32_t r;
 
+	BFC_ASSERT(k->root, "tree removal from a class without a tree");
 	if (k->min == h) {
 		/* The minimum has no left child: its successor is the
 		 * leftmost node of its right subtree, or else its parent.
@@ -268,6 +288,12 @@ void bfc__tree_remove(struct bfc *b, struct bfc_class *k, uint32_t h)
 		k->min = s;
 	}
 	tree_delete(C, &k->root, h);
+	r = k->root;
+	if (!LEFT(r) && !RIGHT(r)) {
+		/* One chunk left: the class is back to its tree-less form. */
+		BFC_ASSERT(k->min == r, "last chunk of a tree is not its minimum");
+		k->root = 0;
+	}
 }
 
 /* In-order neighbours (0 = none). */
@@ -299,70 +325,29 @@ static uint32_t tree_prev(const struct bfc_chunk *C, uint32_t x)
 	return p;
 }
 
-/* bfc__class_replace where n belongs to o's class and o is not alone in
- * it: n takes o's node if it sorts between o's neighbours; false, changing
- * nothing, otherwise.
+/* h, in a class tree, has a new key: does it still sort between its
+ * in-order neighbours (so that its node can stay where it is)?
  */
-bool bfc__tree_rekey(struct bfc *b, uint32_t o, uint32_t n)
-{
-	struct bfc_chunk *C = b->chunks;
-	uint32_t c = C[o].cls, x;
-	struct bfc_class *k = &b->cls[c];
-
-	x = tree_prev(C, o);
-	if (x && !bfc__key_less(&C[x], &C[n]))
-		return false;
-	x = tree_next(C, o);
-	if (x && !bfc__key_less(&C[n], &C[x]))
-		return false;
-	if (n == o)
-		return true;
-	/* n takes o's links, colour and place. */
-	C[n].cls = (uint16_t)c;
-	C[n].t = C[o].t;
-	C[n].flags = (uint8_t)((C[n].flags & ~BFC_CF_RED) | (C[o].flags & BFC_CF_RED));
-	x = PARENT(o);
-	if (!x)
-		k->root = n;
-	else if (LEFT(x) == o)
-		LEFT(x) = n;
-	else
-		RIGHT(x) = n;
-	if (LEFT(o))
-		PARENT(LEFT(o)) = n;
-	if (RIGHT(o))
-		PARENT(RIGHT(o)) = n;
-	if (k->min == o)
-		k->min = n;
-	return true;
-}
-
-/* The first non-empty class after c, or BFC_NO_CLASS. */
-static uint32_t next_class(const struct bfc *b, uint32_t c)
-{
-	uint32_t fl = c >> BFC_SL_BITS;
-	uint32_t sl = c & (BFC_SL_COUNT - 1);
-	uint32_t bits = b->sl_map[fl] & (uint32_t)(~0ull << (sl + 1));
-	uint64_t fbits;
-
-	if (bits)
-		return (fl << BFC_SL_BITS) + (uint32_t)__builtin_ctz(bits);
-	fbits = b->fl_map & (~0ull << (fl + 1));
-	if (!fbits)
-		return BFC_NO_CLASS;
-	fl = (uint32_t)__builtin_ctzll(fbits);
-	return (fl << BFC_SL_BITS) + (uint32_t)__builtin_ctz(b->sl_map[fl]);
-}
-
-/* bfc__find_fit when class c's minimum is smaller than size. */
-uint32_t bfc__find_fit_slow(const struct bfc *b, uint32_t c, uint64_t size)
+bool bfc__tree_in_order(const struct bfc *b, uint32_t h)
 {
 	const struct bfc_chunk *C = b->chunks;
-	const struct bfc_class *k = &b->cls[c];
+	uint32_t x = tree_prev(C, h);
+
+	if (x && !bfc__key_less(&C[x], &C[h]))
+		return false;
+	x = tree_next(C, h);
+	return !x || bfc__key_less(&C[h], &C[x]);
+}
+
+/* bfc__find_fit when class k's minimum is smaller than size: the tree's
+ * lower_bound((size, 0)), else the minimum of the next non-empty class.
+ */
+uint32_t bfc__find_fit_slow(const struct bfc *b, uint32_t k, uint64_t size)
+{
+	const struct bfc_chunk *C = b->chunks;
 	uint32_t x, best = 0;
 
-	/* lower_bound((size, 0)) */
-	for (x = k->root; x; ) {
+	for (x = b->cls[k].root; x; ) {
 		if (C[x].size >= size) {
 			best = x;
 			x = LEFT(x);
@@ -372,8 +357,10 @@ uint32_t bfc__find_fit_slow(const struct bfc *b, uint32_t c, uint64_t size)
 	}
 	if (best)
 		return best;
-	c = next_class(b, c);
-	return c == BFC_NO_CLASS ? 0 : b->cls[c].min;
+	if (k + 1 == BFC_NR_CLASSES)
+		return 0;
+	k = bfc__next_class(b, k + 1);
+	return k == BFC_NO_CLASS ? 0 : b->cls[k].min;
 }
 
 uint32_t bfc__largest_free(const struct bfc *b)
@@ -385,7 +372,10 @@ uint32_t bfc__largest_free(const struct bfc *b)
 		return 0;
 	fl = 63u - (uint32_t)__builtin_clzll(b->fl_map);
 	c = (fl << BFC_SL_BITS) + 31u - (uint32_t)__builtin_clz(b->sl_map[fl]);
-	for (x = b->cls[c].root; RIGHT(x); )
+	x = b->cls[c].root;
+	if (!x)
+		return b->cls[c].min;
+	while (RIGHT(x))
 		x = RIGHT(x);
 	return x;
 }

@@ -28,6 +28,7 @@
  *                          the kernel's function attributes
  *                          (<linux/compiler_types.h>, always there);
  *                          defined below unless the C library has them
+ *   likely(x) unlikely(x)  the kernel's branch hints (<linux/compiler.h>)
  *
  * The compiler builtins __builtin_ctzll/__builtin_clzll/__builtin_ctz/
  * __builtin_clz and __builtin_mul_overflow are used directly (gcc, clang).
@@ -65,6 +66,13 @@ static inline void bfc_env_free(void *p, size_t size)
 #endif
 #ifndef noinline
 #define noinline		__attribute__((__noinline__))
+#endif
+
+#ifndef likely
+#define likely(x)		__builtin_expect(!!(x), 1)
+#endif
+#ifndef unlikely
+#define unlikely(x)		__builtin_expect(!!(x), 0)
 #endif
 
 #define bfc_memcpy(d, s, n)	memcpy((d), (s), (n))

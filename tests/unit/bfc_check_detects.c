@@ -9,7 +9,7 @@
 #include "bfc_internal.h"
 
 /* [A used 1K][B free 256][C used 512][D free 2304] in one region, exact
- * sizes; a second region wholly free; handles per bfc_diag.c's layout.
+ * sizes; a second region wholly free.  Every class holds one chunk.
  */
 FIXTURE(corrupt) {
 	struct bfc *b;
@@ -26,11 +26,11 @@ FIXTURE_SETUP(corrupt)
 	ALLOC_OK(self->b, 256, &self->bf);
 	ALLOC_OK(self->b, 500, &self->c);
 	ASSERT_EQ(0, FREE(self->b, self->bf));
-	self->d = self->c + 1;
-	ASSERT_EQ(0x10700, bt_info(self->b, self->d).addr);
+	self->d = bt_handle_at(self->b, 0x10700);
+	ASSERT_NE(0, self->d);
 	ASSERT_EQ(0, ADD(self->b, 0x80000, 64 * KiB, NULL));
-	self->r2 = self->d + 1;
-	ASSERT_EQ(0x80000, bt_info(self->b, self->r2).addr);
+	self->r2 = bt_handle_at(self->b, 0x80000);
+	ASSERT_NE(0, self->r2);
 	CHECK(self->b);
 }
 
@@ -75,7 +75,7 @@ TEST_F(corrupt, prev_link)
 TEST_F(corrupt, adjacent_free_chunks)
 {
 	/* Mark C free without coalescing (and without indexing it). */
-	self->b->chunks[self->c].flags &= (uint8_t)~BFC_CF_USED;
+	self->b->chunks[self->c].flags &= (uint8_t)~BFC_CF_HELD;
 	DETECTS("not coalesced");
 	EXPECT_NE(NULL, strstr(self->rep, "address index"));
 }
@@ -100,29 +100,123 @@ TEST_F(corrupt, group_bitmap)
 	DETECTS("class group 40");
 }
 
-TEST_F(corrupt, tree_colour_and_order)
+/* The fixture, and in a third region [0x100000, +16 KiB): a free 4 KiB
+ * chunk X at its base, two in use, and the free 4 KiB rest Y: the class of
+ * 4 KiB holds X and Y, so it has a tree.
+ */
+FIXTURE(tree) {
+	struct bfc *b;
+	bfc_handle_t bf, x, y;
+	uint32_t k;
+	char rep[8192];
+};
+
+FIXTURE_SETUP(tree)
+{
+	bfc_handle_t h;
+
+	self->b = bt_create(256, 0, 256, 0, 0);
+	ASSERT_NE(NULL, self->b);
+	ASSERT_EQ(0, ADD(self->b, 0x10000, 4096, NULL));
+	ALLOC_OK(self->b, 1000, &h);
+	ALLOC_OK(self->b, 256, &self->bf);
+	ALLOC_OK(self->b, 500, &h);
+	ASSERT_EQ(0, FREE(self->b, self->bf));
+	ASSERT_EQ(0, ADD(self->b, 0x100000, 16 * KiB, NULL));
+	EXPECT_EQ(0x100000, ALLOC_OK(self->b, 4 * KiB, &self->x));
+	EXPECT_EQ(0x101000, ALLOC_OK(self->b, 4 * KiB, &h));
+	EXPECT_EQ(0x102000, ALLOC_OK(self->b, 4 * KiB, &h));
+	ASSERT_EQ(0, FREE(self->b, self->x));
+	self->y = bt_handle_at(self->b, 0x103000);
+	ASSERT_NE(0, self->y);
+	self->k = bfc__class_of(self->b, 4 * KiB);
+	ASSERT_NE(0, self->b->cls[self->k].root);
+	CHECK(self->b);
+}
+
+FIXTURE_TEARDOWN(tree)
+{
+	bfc_destroy(self->b);
+}
+
+TEST_F(tree, colour_and_order)
 {
 	struct bfc_chunk *C = self->b->chunks;
-	uint32_t k = C[self->r2].cls;
+	uint32_t root = self->b->cls[self->k].root;
 
-	C[self->b->cls[k].root].flags |= BFC_CF_RED;
+	C[root].flags |= BFC_CF_RED;
 	DETECTS("is red");
-	C[self->b->cls[k].root].flags &= (uint8_t)~BFC_CF_RED;
-	/* Hang B, with a smaller key, as the right child of that root. */
-	C[self->bf].size = 64 * KiB;
-	C[self->bf].cls = (uint16_t)k;
-	C[self->r2].t.right = self->bf;
-	C[self->bf].t.parent = self->r2;
+	C[root].flags &= (uint8_t)~BFC_CF_RED;
+	/* Hang B, with a smaller key, as the right child of X. */
+	C[self->bf].size = 4 * KiB;
+	C[self->bf].addr = 0x90000;
+	C[self->bf].cls = (uint16_t)self->k;
+	C[self->bf].t.left = 0;
+	C[self->bf].t.right = 0;
+	C[self->x].t.right = self->bf;
+	C[self->bf].t.parent = self->x;
 	C[self->bf].flags |= BFC_CF_RED;
 	DETECTS("order");
 }
 
-TEST_F(corrupt, cached_minimum)
+TEST_F(tree, cached_minimum)
 {
-	uint32_t k = self->b->chunks[self->r2].cls;
-
-	self->b->cls[k].min = self->d;
+	self->b->cls[self->k].min = self->y;
 	DETECTS("cached minimum");
+}
+
+/* A tree link past the slots is reported, not followed (ASan would
+ * catch the read).
+ */
+TEST_F(tree, link_out_of_range)
+{
+	struct bfc *b = self->b;
+
+	b->chunks[b->cls[self->k].root].t.right = b->nr_slots + 5;
+	DETECTS("beyond");
+}
+
+TEST_F(tree, cycle_is_bounded)
+{
+	struct bfc *b = self->b;
+	uint32_t root = b->cls[self->k].root;
+
+	b->chunks[root].t.left = root;
+	DETECTS("class");
+}
+
+/* A class of one chunk keeps no tree: a root there is reported. */
+TEST_F(corrupt, tree_of_one)
+{
+	struct bfc_chunk *C = self->b->chunks;
+	uint32_t k = C[self->d].cls;
+
+	C[self->d].t.left = 0;
+	C[self->d].t.right = 0;
+	C[self->d].t.parent = 0;
+	self->b->cls[k].root = self->d;
+	DETECTS("a tree of one chunk");
+}
+
+/* A class of one chunk whose chunk is in use. */
+TEST_F(corrupt, alone_in_use)
+{
+	uint32_t k = self->b->chunks[self->d].cls;
+
+	self->b->cls[k].min = self->a;
+	DETECTS("in-use chunk");
+}
+
+TEST_F(corrupt, edges)
+{
+	struct bfc *b = self->b;
+	struct bfc_region *r = &b->regions[b->order[0]];
+
+	b->chunks[r->lo].addr += 256;
+	DETECTS("low edge");
+	b->chunks[r->lo].addr -= 256;
+	b->chunks[r->hi].flags &= (uint8_t)~BFC_CF_HELD;
+	DETECTS("high edge");
 }
 
 TEST_F(corrupt, address_index)
@@ -132,7 +226,7 @@ TEST_F(corrupt, address_index)
 
 	/* The link to C (a bucket head or a chain link) names A instead. */
 	while (*l != self->c)
-		l = &b->chunks[*l].u.hnext;
+		l = &b->chunks[*l].hnext;
 	*l = self->a;
 	DETECTS("not an in-use chunk with that address");
 	EXPECT_NE(NULL, strstr(self->rep, "not in the address index"));
@@ -152,17 +246,6 @@ TEST_F(corrupt, region_ids_shared)
 	DETECTS("share id");
 }
 
-/* A tree link past the slots is reported, not followed (ASan would
- * catch the read).
- */
-TEST_F(corrupt, tree_link_out_of_range)
-{
-	struct bfc *b = self->b;
-
-	b->chunks[b->cls[b->chunks[self->r2].cls].root].t.right = b->nr_used + 5;
-	DETECTS("beyond");
-}
-
 /* Ids stay unique when the count wraps: it skips the ids in use. */
 TEST_F(corrupt, region_ids_after_wrap)
 {
@@ -180,10 +263,11 @@ TEST_F(corrupt, region_ids_after_wrap)
 TEST_F(corrupt, leaked_slot)
 {
 	struct bfc *b = self->b;
+	uint32_t h = b->free_slot;
 
-	/* A live slot no region reaches. */
-	b->chunks[b->nr_used++].flags = BFC_CF_LIVE;
-	b->nr_live++;
+	/* A live slot no region reaches, taken off the free list. */
+	b->free_slot = b->chunks[h].next;
+	b->chunks[h].flags = BFC_CF_LIVE;
 	DETECTS("slots");
 	EXPECT_NE(NULL, strstr(self->rep, "leak"));
 }
@@ -192,10 +276,6 @@ TEST_F(corrupt, cycle_is_bounded)
 {
 	self->b->chunks[self->d].next = self->a;
 	DETECTS("region 1");
-	self->b->chunks[self->d].next = 0;
-	self->b->chunks[self->b->cls[self->b->chunks[self->r2].cls].root].t.left =
-		self->b->cls[self->b->chunks[self->r2].cls].root;
-	DETECTS("class");
 }
 
 /* A short buffer still counts everything and stays NUL-terminated. */

@@ -78,7 +78,8 @@ TEST_F(diag, chunks_exact)
 		 "Free  at 0x10700 of size 2304 handle %u\n"
 		 "Region 2 at 0x20000 of size 1024\n"
 		 "InUse at 0x20000 of size 1024 requested 1024 alloc_id 4 tag 0x0 handle %u\n",
-		 self->a, self->a + 1, self->c, self->c + 1, self->d);
+		 self->a, bt_handle_at(self->b, 0x10400), self->c,
+		 bt_handle_at(self->b, 0x10700), self->d);
 	EXPECT_EQ(strlen(want), bfc_dump_chunks(self->b, self->buf, sizeof(self->buf)));
 	EXPECT_STREQ(want, self->buf);
 }

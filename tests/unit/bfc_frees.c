@@ -94,10 +94,15 @@ TEST_F(four, handle_recycling)
 	ASSERT_EQ(0, FREE(b, self->h[1]));	/* merges into h[0]: slot freed */
 	EXPECT_EQ(-EINVAL, bfc_chunk_info(b, self->h[1], &(struct bfc_chunk_info){ 0 }));
 	EXPECT_EQ(-EINVAL, bfc_set_tag(b, self->h[1], 1));
-	EXPECT_EQ(0x40000, ALLOC_OK(b, 256, &h));	/* h[0] keeps the front */
-	EXPECT_EQ(self->h[0], h);
-	EXPECT_EQ(0x40100, ALLOC_OK(b, 256, &h));	/* the split reuses h[1] */
+	EXPECT_EQ(0x800, bt_info(b, self->h[0]).size);
+	/* A split hands the front out in a new slot, h[1]'s, and h[0]
+	 * keeps the rest.
+	 */
+	EXPECT_EQ(0x40000, ALLOC_OK(b, 256, &h));
 	EXPECT_EQ(self->h[1], h);
+	EXPECT_EQ(0x40100, bt_info(b, self->h[0]).addr);
+	EXPECT_EQ(0x40100, ALLOC_OK(b, 0x700, &h));	/* the rest, whole */
+	EXPECT_EQ(self->h[0], h);
 }
 
 TEST_F(four, lookup_and_tags)

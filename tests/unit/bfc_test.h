@@ -83,6 +83,22 @@ static inline struct bfc_chunk_info bt_info(const struct bfc *b, bfc_handle_t h)
 	return i;
 }
 
+/* The handle of the chunk (free or in use) that starts at addr, found
+ * through the public bfc_chunk_info() alone; 0 if none of the first 2^16
+ * handles is.  Tests that name free chunks use it instead of assuming
+ * which slot the core gave them.
+ */
+static inline bfc_handle_t bt_handle_at(const struct bfc *b, uint64_t addr)
+{
+	struct bfc_chunk_info i;
+	bfc_handle_t h;
+
+	for (h = 1; h < (1u << 16); h++)
+		if (!bfc_chunk_info(b, h, &i) && i.addr == addr)
+			return h;
+	return 0;
+}
+
 static inline struct bfc_stats bt_stats(const struct bfc *b)
 {
 	struct bfc_stats s;

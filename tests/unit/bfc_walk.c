@@ -163,8 +163,8 @@ TEST(walk_empty)
  * above the cursor: the walk must not jump there.  Granules of 256 B:
  * A B C D in use, then the rest, free.  Visit A; free A and B (B's slot
  * goes), take their 512 B back whole, allocate 256 B from the rest (the
- * new rest gets B's slot, at 0x500).  C, D and what follows are unchanged
- * and must be visited.
+ * front, handed out, gets B's slot, at 0x400).  C, D and what follows
+ * are unchanged and must be visited.
  */
 TEST(walk_hint_reused_above)
 {
@@ -185,7 +185,7 @@ TEST(walk_hint_reused_above)
 	ASSERT_EQ(0, FREE(b, bh));
 	EXPECT_EQ(0, ALLOC_OK(b, 512, &a));
 	EXPECT_EQ(0x400, ALLOC_OK(b, 256, &e));
-	EXPECT_EQ(0x500, bt_info(b, bh).addr);	/* the slot, reused */
+	EXPECT_EQ(0x400, bt_info(b, bh).addr);	/* the slot, reused */
 	EXPECT_EQ(0, bfc_walk_chunks(b, &cur, 0, record, &s));
 	ASSERT_EQ(5u, s.n);
 	EXPECT_EQ(0x000, s.addr[0]);
