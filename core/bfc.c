@@ -710,7 +710,6 @@ static __always_inline int alloc_done(struct bfc *b, struct bfc_chunk *C,
 	b->st.requested += size;
 	if (cs > b->st.largest_alloc)
 		b->st.largest_alloc = cs;
-	b->st.chunks_in_use++;
 	return 0;
 }
 
@@ -809,14 +808,30 @@ int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
 	rest = cs - r;
 	addr = c->addr;
 	if (want_split(b, rest, r)) {
+		struct bfc_chunk *x;
+
 		n = b->free_slot;
+		if (unlikely(!n))
+			goto slow;
+		/* The front's record, filled in before the last test: a slot
+		 * on the free list holds nothing but its link.
+		 */
+		x = &C[n];
+		x->addr = addr;
+		x->size = r;
+		x->cls = (uint16_t)kr;
 		kn = bfc__class_of(b, rest);
-		if (unlikely(!n || (kn != k && b->cls[kn].min)))
+		if (unlikely(kn != k && b->cls[kn].min))
 			goto slow;
 		/* Nothing fails from here. */
 		alloc_tell(hp, ap, n, addr);
-		b->free_slot = C[n].next;
-		split_front(C, h, n, r, kr);
+		b->free_slot = x->next;
+		x->next = h;
+		x->prev = c->prev;
+		C[c->prev].next = n;
+		c->prev = n;
+		c->addr = addr + r;
+		c->size = rest;
 		if (kn != k)
 			bfc__class_move(b, C, k, kn, h);
 		return alloc_done(b, C, n, addr, size, r);
@@ -914,13 +929,13 @@ static __always_inline int free_chunk(struct bfc *b, struct bfc_chunk *C,
 
 	b->st.in_use -= c->size;
 	b->st.requested -= c->u.requested;
-	b->st.chunks_in_use--;
+	b->st.nr_frees++;
 	c->flags = BFC_CF_LIVE;
 	if (likely(n_held && p_held)) {
 		if (unlikely(b->cls[k].min))
 			return free_slow(b, h);
 		b->st.chunks_free++;
-		bfc__class_set(b, C, k, h);
+		bfc__class_put(b, k, h);
 		return 0;
 	}
 	if (p_held)
@@ -1102,7 +1117,7 @@ void bfc_get_stats(const struct bfc *b, struct bfc_stats *s)
 	uint64_t num, den;
 
 	*s = b->st;
-	s->nr_frees = s->nr_allocs - s->chunks_in_use;
+	s->chunks_in_use = s->nr_allocs - s->nr_frees;
 	s->largest_free = h ? b->chunks[h].size : 0;
 	s->free_bytes = s->reserved - s->in_use;
 	s->fragmentation_ppm = 0;

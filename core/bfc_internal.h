@@ -152,8 +152,8 @@ struct bfc {
 	uint32_t region_cap;
 	uint32_t next_region_id;
 
-	/* Maintained on every operation; nr_frees (nr_allocs -
-	 * chunks_in_use), largest_free, free_bytes and fragmentation_ppm are
+	/* Maintained on every operation; chunks_in_use (nr_allocs -
+	 * nr_frees), largest_free, free_bytes and fragmentation_ppm are
 	 * computed by bfc_get_stats().
 	 */
 	struct bfc_stats st;
@@ -208,14 +208,29 @@ uint32_t bfc__largest_free(const struct bfc *b);
  * again, and recompute every chunk address from it.
  */
 
+/* Chunk h, free, in no class and with cls k already, becomes the only
+ * chunk of empty class k.  The group's bit is written only when it
+ * changes (most groups holding a class hold just that one), as is the
+ * group map in bfc__class_clear(): a store that changes nothing would
+ * still make the next search's load wait for it.
+ */
+static __always_inline void bfc__class_put(struct bfc *b, uint32_t k,
+					   uint32_t h)
+{
+	uint64_t g = 1ull << (k >> BFC_SL_BITS);
+
+	b->cls[k].both = h;		/* min h, root 0: alone */
+	b->sl_map[k >> BFC_SL_BITS] |= 1u << (k & (BFC_SL_COUNT - 1));
+	if (!(b->fl_map & g))
+		b->fl_map |= g;
+}
+
 /* Chunk h, free and in no class, becomes the only chunk of empty class k. */
 static __always_inline void bfc__class_set(struct bfc *b, struct bfc_chunk *C,
 					   uint32_t k, uint32_t h)
 {
 	C[h].cls = (uint16_t)k;
-	b->cls[k].both = h;		/* min h, root 0: alone */
-	b->sl_map[k >> BFC_SL_BITS] |= 1u << (k & (BFC_SL_COUNT - 1));
-	b->fl_map |= 1ull << (k >> BFC_SL_BITS);
+	bfc__class_put(b, k, h);
 }
 
 /* Empty class k, whose only chunk the caller has taken out. */
@@ -226,7 +241,8 @@ static __always_inline void bfc__class_clear(struct bfc *b, uint32_t k)
 
 	b->cls[k].both = 0;
 	b->sl_map[fl] = sl;
-	b->fl_map &= ~((uint64_t)!sl << fl);	/* no branch */
+	if (!sl)
+		b->fl_map &= ~(1ull << fl);
 }
 
 /* Index free chunk h (in no class) in class k, which its size belongs to. */
@@ -242,25 +258,12 @@ static __always_inline void bfc__class_insert(struct bfc *b,
 	}
 }
 
-/* Alone chunk h leaves class k (which it empties) for empty class kn.
- * The same as bfc__class_clear() then bfc__class_set(), with one update
- * of the group bitmap: group gn is non-empty after, and group gk is empty
- * when neither k nor kn is left in it.
- */
+/* Alone chunk h leaves class k (which it empties) for empty class kn. */
 static __always_inline void bfc__class_move(struct bfc *b, struct bfc_chunk *C,
 					    uint32_t k, uint32_t kn, uint32_t h)
 {
-	uint32_t gk = k >> BFC_SL_BITS, gn = kn >> BFC_SL_BITS;
-	uint32_t sk = b->sl_map[gk] & ~(1u << (k & (BFC_SL_COUNT - 1)));
-	uint64_t fl = b->fl_map;
-
-	b->cls[k].both = 0;
-	b->cls[kn].both = h;
-	C[h].cls = (uint16_t)kn;
-	b->sl_map[gk] = sk;
-	b->sl_map[gn] |= 1u << (kn & (BFC_SL_COUNT - 1));
-	fl &= ~((uint64_t)!sk << gk);
-	b->fl_map = fl | 1ull << gn;
+	bfc__class_clear(b, k);
+	bfc__class_set(b, C, kn, h);
 }
 
 /* Take free chunk h out of its class; h's key is not looked at (it may
