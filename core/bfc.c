@@ -775,8 +775,8 @@ nomem:
 int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
 {
 	struct bfc_chunk *C = b->chunks, *c;
-	uint64_t r = size - 1, cs, rest, fbits, addr;
-	uint32_t kr, k, kn, h, n, fl, bits;
+	uint64_t r = size - 1, cs, rest, bits, wbits, addr;
+	uint32_t kr, k, kn, h, n, w;
 	union bfc_class e;
 
 	if (unlikely(r >= b->size_max))	/* 0, or the rounding overflows */
@@ -786,16 +786,16 @@ int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
 	/* The first non-empty class from r's own (bfc__next_class(), which
 	 * would test for "none" once more).
 	 */
-	fl = kr >> BFC_SL_BITS;
-	bits = b->sl_map[fl] & (~0u << (kr & (BFC_SL_COUNT - 1)));
+	w = kr >> 6;
+	bits = b->cls_map[w] & (~0ull << (kr & 63));
 	if (!bits) {
-		fbits = b->fl_map & (~1ull << fl);
-		if (unlikely(!fbits))
+		wbits = b->word_map & (~1ull << w);
+		if (unlikely(!wbits))
 			goto slow;
-		fl = (uint32_t)__builtin_ctzll(fbits);
-		bits = b->sl_map[fl];
+		w = (uint32_t)__builtin_ctzll(wbits);
+		bits = b->cls_map[w];
 	}
-	k = (fl << BFC_SL_BITS) + (uint32_t)__builtin_ctz(bits);
+	k = (w << 6) + (uint32_t)__builtin_ctzll(bits);
 	e = b->cls[k];
 	h = e.min;
 	c = &C[h];
@@ -969,12 +969,16 @@ int bfc_free(struct bfc *b, bfc_handle_t h)
 int bfc_free_addr(struct bfc *b, uint64_t addr)
 {
 	struct bfc_chunk *C = b->chunks;
-	uint32_t *l = hash_find_addr(b, addr);
-	uint32_t h;
+	uint32_t *l = &b->hash[bfc__hash_bucket(b, addr)];
+	uint32_t h = *l;
 
-	if (unlikely(!l))
+	/* hash_find_addr(), keeping h: usually the bucket's first chunk. */
+	while (unlikely(h && C[h].addr != addr)) {
+		l = &C[h].hnext;
+		h = *l;
+	}
+	if (unlikely(!h))
 		return bad_free(b);
-	h = *l;
 	*l = C[h].hnext;
 	return free_chunk(b, C, h);
 }

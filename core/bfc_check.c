@@ -386,11 +386,11 @@ static void check_classes(struct ck *ck, const struct sums *s)
 {
 	const struct bfc *b = ck->b;
 	const struct bfc_chunk *C = b->chunks;
-	uint32_t c, fl;
+	uint32_t c, w;
 
 	for (c = 0; c < BFC_NR_CLASSES; c++) {
 		const union bfc_class *k = &b->cls[c];
-		bool bit = b->sl_map[c >> BFC_SL_BITS] >> (c & (BFC_SL_COUNT - 1)) & 1;
+		bool bit = b->cls_map[c >> 6] >> (c & 63) & 1;
 		uint32_t x, d;
 
 		if (bit != !!k->min)
@@ -418,13 +418,13 @@ static void check_classes(struct ck *ck, const struct sums *s)
 			FAIL(ck, "class %u: cached minimum %u, leftmost is %u", c,
 			     k->min, x);
 	}
-	for (fl = 0; fl < 64; fl++) {
-		bool bit = b->fl_map >> fl & 1;
-		bool any = fl < BFC_FL_COUNT && b->sl_map[fl];
+	for (w = 0; w < 64; w++) {
+		bool bit = b->word_map >> w & 1;
+		bool any = w < BFC_NR_WORDS && b->cls_map[w];
 
 		if (bit != any)
-			FAIL(ck, "class group %u: bitmap says %s, its classes are %s",
-			     fl, bit ? "non-empty" : "empty", any ? "non-empty" : "empty");
+			FAIL(ck, "class word %u: bitmap says %s, its classes are %s",
+			     w, bit ? "non-empty" : "empty", any ? "non-empty" : "empty");
 	}
 	if (ck->indexed != s->free)
 		FAIL(ck, "classes: %llu chunks indexed, %llu free chunks in regions",

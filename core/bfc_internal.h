@@ -26,8 +26,14 @@
 #define BFC_NR_CLASSES	(BFC_FL_COUNT * BFC_SL_COUNT)
 #define BFC_NO_CLASS	BFC_NR_CLASSES
 
-_Static_assert(BFC_SL_BITS >= 1 && BFC_SL_BITS <= 5, "sl bitmap is 32 bits");
-_Static_assert(BFC_FL_COUNT <= 64, "fl bitmap is 64 bits");
+/* The bitmap of non-empty classes: 64 classes a word (two powers of two
+ * of sizes, so that a fit in the next one or two is found in the request's
+ * own word), and a bit per non-empty word.
+ */
+#define BFC_NR_WORDS	((BFC_NR_CLASSES + 63) / 64)
+
+_Static_assert(BFC_SL_BITS >= 1 && BFC_SL_BITS <= 6, "a group within a word");
+_Static_assert(BFC_NR_WORDS <= 64, "word bitmap is 64 bits");
 _Static_assert(BFC_NR_CLASSES <= 65535, "class index is 16 bits");
 
 /* Chunks ---------------------------------------------------------------- */
@@ -125,9 +131,11 @@ struct bfc {
 	uint32_t nr_slots;		/* capacity */
 	uint32_t free_slot;
 
-	/* Free chunks: a bit per non-empty class, a bit per non-empty group. */
-	uint64_t fl_map;
-	uint32_t sl_map[BFC_FL_COUNT];
+	/* Free chunks: a bit per non-empty class (class k: bit k % 64 of
+	 * cls_map[k / 64]), a bit per non-empty word of those.
+	 */
+	uint64_t word_map;
+	uint64_t cls_map[BFC_NR_WORDS];
 	union bfc_class cls[BFC_NR_CLASSES];
 
 	/* In-use chunks by start address: bucket heads, chained through
@@ -209,20 +217,19 @@ uint32_t bfc__largest_free(const struct bfc *b);
  */
 
 /* Chunk h, free, in no class and with cls k already, becomes the only
- * chunk of empty class k.  The group's bit is written only when it
- * changes (most groups holding a class hold just that one), as is the
- * group map in bfc__class_clear(): a store that changes nothing would
- * still make the next search's load wait for it.
+ * chunk of empty class k.  The word's bit is written only when it changes,
+ * as in bfc__class_clear(): a store that changes nothing would still make
+ * the next search's load wait for it.
  */
 static __always_inline void bfc__class_put(struct bfc *b, uint32_t k,
 					   uint32_t h)
 {
-	uint64_t g = 1ull << (k >> BFC_SL_BITS);
+	uint64_t w = 1ull << (k >> 6);
 
 	b->cls[k].both = h;		/* min h, root 0: alone */
-	b->sl_map[k >> BFC_SL_BITS] |= 1u << (k & (BFC_SL_COUNT - 1));
-	if (!(b->fl_map & g))
-		b->fl_map |= g;
+	b->cls_map[k >> 6] |= 1ull << (k & 63);
+	if (!(b->word_map & w))
+		b->word_map |= w;
 }
 
 /* Chunk h, free and in no class, becomes the only chunk of empty class k. */
@@ -236,13 +243,13 @@ static __always_inline void bfc__class_set(struct bfc *b, struct bfc_chunk *C,
 /* Empty class k, whose only chunk the caller has taken out. */
 static __always_inline void bfc__class_clear(struct bfc *b, uint32_t k)
 {
-	uint32_t fl = k >> BFC_SL_BITS;
-	uint32_t sl = b->sl_map[fl] & ~(1u << (k & (BFC_SL_COUNT - 1)));
+	uint32_t w = k >> 6;
+	uint64_t m = b->cls_map[w] & ~(1ull << (k & 63));
 
 	b->cls[k].both = 0;
-	b->sl_map[fl] = sl;
-	if (!sl)
-		b->fl_map &= ~(1ull << fl);
+	b->cls_map[w] = m;
+	if (!m)
+		b->word_map &= ~(1ull << w);
 }
 
 /* Index free chunk h (in no class) in class k, which its size belongs to. */
@@ -309,18 +316,17 @@ static __always_inline void bfc__class_rekey(struct bfc *b,
 static __always_inline uint32_t bfc__next_class(const struct bfc *b,
 						uint32_t k)
 {
-	uint32_t fl = k >> BFC_SL_BITS;
-	uint32_t bits = b->sl_map[fl] & (~0u << (k & (BFC_SL_COUNT - 1)));
-	uint64_t fbits;
+	uint32_t w = k >> 6;
+	uint64_t bits = b->cls_map[w] & (~0ull << (k & 63)), wbits;
 
 	if (!bits) {
-		fbits = b->fl_map & (~1ull << fl);
-		if (!fbits)
+		wbits = b->word_map & (~1ull << w);
+		if (!wbits)
 			return BFC_NO_CLASS;
-		fl = (uint32_t)__builtin_ctzll(fbits);
-		bits = b->sl_map[fl];
+		w = (uint32_t)__builtin_ctzll(wbits);
+		bits = b->cls_map[w];
 	}
-	return (fl << BFC_SL_BITS) + (uint32_t)__builtin_ctz(bits);
+	return (w << 6) + (uint32_t)__builtin_ctzll(bits);
 }
 
 /* The chunk best fitting a request of size bytes (a multiple of the

@@ -366,12 +366,12 @@ uint32_t bfc__find_fit_slow(const struct bfc *b, uint32_t k, uint64_t size)
 uint32_t bfc__largest_free(const struct bfc *b)
 {
 	const struct bfc_chunk *C = b->chunks;
-	uint32_t fl, c, x;
+	uint32_t w, c, x;
 
-	if (!b->fl_map)
+	if (!b->word_map)
 		return 0;
-	fl = 63u - (uint32_t)__builtin_clzll(b->fl_map);
-	c = (fl << BFC_SL_BITS) + 31u - (uint32_t)__builtin_clz(b->sl_map[fl]);
+	w = 63u - (uint32_t)__builtin_clzll(b->word_map);
+	c = (w << 6) + 63u - (uint32_t)__builtin_clzll(b->cls_map[w]);
 	x = b->cls[c].root;
 	if (!x)
 		return b->cls[c].min;

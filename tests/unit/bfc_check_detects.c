@@ -90,14 +90,14 @@ TEST_F(corrupt, bitmap)
 {
 	uint32_t c = bfc__class_of(self->b, 256);
 
-	self->b->sl_map[c >> BFC_SL_BITS] ^= 1u << (c & (BFC_SL_COUNT - 1));
+	self->b->cls_map[c >> 6] ^= 1ull << (c & 63);
 	DETECTS("bitmap");
 }
 
-TEST_F(corrupt, group_bitmap)
+TEST_F(corrupt, word_bitmap)
 {
-	self->b->fl_map |= 1ull << 40;
-	DETECTS("class group 40");
+	self->b->word_map |= 1ull << 20;
+	DETECTS("class word 20");
 }
 
 /* The fixture, and in a third region [0x100000, +16 KiB): a free 4 KiB
