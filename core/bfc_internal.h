@@ -269,8 +269,16 @@ static __always_inline void bfc__class_insert(struct bfc *b,
 static __always_inline void bfc__class_move(struct bfc *b, struct bfc_chunk *C,
 					    uint32_t k, uint32_t kn, uint32_t h)
 {
-	bfc__class_clear(b, k);
-	bfc__class_set(b, C, kn, h);
+	if ((k ^ kn) >> 6) {
+		bfc__class_clear(b, k);
+		bfc__class_set(b, C, kn, h);
+		return;
+	}
+	/* Within one word: k's bit goes, kn's comes, the word stays. */
+	b->cls[k].both = 0;
+	b->cls[kn].both = h;
+	C[h].cls = (uint16_t)kn;
+	b->cls_map[k >> 6] ^= (1ull << (k & 63)) | (1ull << (kn & 63));
 }
 
 /* Take free chunk h out of its class; h's key is not looked at (it may
