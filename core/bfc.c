@@ -915,9 +915,31 @@ static noinline int free_into_prev(struct bfc *b, uint32_t h)
 	return merged(b, C, p, bfc__class_of(b, x->size));
 }
 
+/* h, just freed, and its free next neighbour n merge into its free
+ * previous neighbour p.  n leaves its class (free_slow() when it shares
+ * it).
+ */
+static noinline int free_into_both(struct bfc *b, uint32_t h)
+{
+	struct bfc_chunk *C = b->chunks, *c = &C[h];
+	uint32_t n = c->next, p = c->prev, nn = C[n].next;
+	struct bfc_chunk *x = &C[p];
+
+	if (unlikely(b->cls[C[n].cls].root))
+		return free_slow(b, h);
+	bfc__class_clear(b, C[n].cls);
+	x->size += c->size + C[n].size;
+	x->next = nn;
+	C[nn].prev = p;
+	slot_put(b, C, n);
+	slot_put(b, C, h);
+	b->st.chunks_free--;
+	return merged(b, C, p, bfc__class_of(b, x->size));
+}
+
 /* Free in-use chunk h, already out of the address index.  No free
  * neighbour and an empty class (the common case) make no call; a merge
- * with one free neighbour is a tail call; the rest is free_slow()'s.
+ * is a tail call; tree work is free_slow()'s.
  */
 static __always_inline int free_chunk(struct bfc *b, struct bfc_chunk *C,
 				      uint32_t h)
@@ -942,7 +964,7 @@ static __always_inline int free_chunk(struct bfc *b, struct bfc_chunk *C,
 		return free_into_next(b, h);
 	if (n_held)
 		return free_into_prev(b, h);
-	return free_slow(b, h);
+	return free_into_both(b, h);
 }
 
 static noinline int bad_free(struct bfc *b)
