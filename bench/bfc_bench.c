@@ -1647,13 +1647,15 @@ int main(int argc, char **argv)
 		printf("T2  ns/op at 10^6 within 1.5x of 10^3: not measured (needs N = 10^6)\n");
 	}
 	if (cfg.do_replay) {
-		double mn = INFINITY, mnh = INFINITY;
+		double mn = INFINITY, mnh = INFINITY, ga = 0, gh = 0;
 		const char *w = "", *wh = "";
 
 		for (i = 0; i < nt; i++) {
 			double ra = res[i].ns[V_TF] / res[i].ns[V_CORE_A];
 			double rh = res[i].ns[V_TF] / res[i].ns[V_CORE_H];
 
+			ga += log(ra) / nt;
+			gh += log(rh) / nt;
 			if (ra < mn) {
 				mn = ra;
 				w = res[i].t->name;
@@ -1669,6 +1671,17 @@ int main(int argc, char **argv)
 		printf("      %-34s %8.2fx      %s   (lowest: %s)\n",
 		       "replay, every trace, free by handle", mnh, pf(mnh >= 3.0),
 		       wh);
+		/* The issue says "on every trace" of fragmentation only; the
+		 * speed target read over all the traces at once, as a
+		 * geometric mean of the per-trace ratios (each trace weighs
+		 * the same, whatever its length).
+		 */
+		printf("      %-34s %8.2fx      %s\n",
+		       "replay, geo. mean, free by addr", exp(ga),
+		       pf(exp(ga) >= 3.0));
+		printf("      %-34s %8.2fx      %s\n",
+		       "replay, geo. mean, free by handle", exp(gh),
+		       pf(exp(gh) >= 3.0));
 		mn = INFINITY;
 		for (i = 0; i < nt; i++) {
 			if (net_ratio(&res[i]) < mn) {
