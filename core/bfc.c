@@ -16,10 +16,12 @@
  *
  * - Chunk metadata: an array of 64-byte, cache-line aligned records indexed
  *   by uint32 handles (slot 0 is never a chunk: it is the trees' nil).  The
- *   array doubles when full (handles are indices, so they stay valid); freed
- *   slots go on a free list threaded through .next.  A free chunk needs tree
- *   links and an in-use chunk needs requested/alloc_id/tag, never both, so
- *   they share a union.
+ *   array doubles when full (handles are indices, so they stay valid);
+ *   every slot not in use, new or freed, is on a free list threaded
+ *   through .next, so taking one is one test and two moves.  A free chunk
+ *   needs tree links and an in-use chunk needs requested/alloc_id/tag,
+ *   never both, so they share a union (a tag is valid with a flag, which
+ *   every allocation clears with the flags it writes anyway).
  *
  * - Regions are bracketed by two edge records that are never free (see
  *   struct bfc_chunk), so every chunk has two neighbours and coalescing
@@ -30,9 +32,12 @@
  *
  * - Free chunks: segregated size classes as in TLSF (bfc_internal.h): sizes
  *   below 32 granules have a class each, and every power of two above is cut
- *   into 32 classes, so a class spans sizes within 1/32 of each other.  A
- *   64-bit bitmap of non-empty groups and a 32-bit bitmap per group find the
- *   first non-empty class above a given one with two ctz instructions.
+ *   into 32 classes, so a class spans sizes within 1/32 of each other.
+ *   Classes are computed on bytes (no shift by the granularity first).  A
+ *   bitmap of non-empty classes in 64-bit words (two powers of two each,
+ *   so a fit in the next one or two is found in the request's own word)
+ *   and a 64-bit map of non-empty words find the first non-empty class
+ *   above a given one with two ctz instructions.
  *   Within a class the free chunks are a red-black tree keyed by (size,
  *   addr) with uint32 links and a cached minimum.  Best fit for a rounded
  *   size R of class c: if c is non-empty, its minimum when that is >= R
@@ -47,8 +52,9 @@
  * - On real traces most classes hold zero or one free chunk, so a class of
  *   one has no tree at all: its root is 0 and its chunk's links are not
  *   kept (union bfc_class).  Setting or clearing such a class is one
- *   8-byte store and two bitmap updates; a tree is made when a second
- *   chunk arrives (bfc_tree.c).
+ *   8-byte store and a bitmap update (the word map is written only when a
+ *   word fills or empties; a move within one word is one xor); a tree is
+ *   made when a second chunk arrives (bfc_tree.c).
  *
  * - A chunk whose key changes stays in its record, and so in its place in
  *   the index when it can: an allocation that splits a free chunk hands
@@ -62,7 +68,12 @@
  *   fit is alone in its class; a split rest stays in that class or goes to
  *   an empty one; a slot is at hand) is done by bfc_alloc() without a call;
  *   anything else goes, before any change, to alloc_slow(), which handles
- *   every case.  Frees call out only for tree work.
+ *   every case.  A free with no free neighbour makes no call; merges with
+ *   one or both neighbours are tail calls to short functions of their own,
+ *   and only tree work goes further.  (gcc still saves six registers in
+ *   bfc_alloc(): the split path needs more values than the caller-saved
+ *   registers hold.  Moving the split or the whole fast path into
+ *   functions of their own made it slower: bench/README.md.)
  *
  * - In-use chunks by address (free by address, bfc_lookup): a hash of
  *   start address -> handle, chained through the in-use chunks themselves
@@ -327,53 +338,118 @@ void bfc_destroy(struct bfc *b)
 
 /* Indexing free chunks -------------------------------------------------------- */
 
-/* Chunk h has just become free (flags LIVE, in no class, not in the
- * address index); k is the class of its size.  Coalesce it with its free
- * neighbours and index the result.  A neighbour that absorbs it keeps its
- * record, and its place in the index if its class does not change (see
- * bfc__class_rekey).
- */
-static __always_inline void release(struct bfc *b, struct bfc_chunk *C,
-				    uint32_t h, uint32_t k)
+/* bfc__class_rekey() out of line, for the merges below. */
+static noinline int rekey_slow(struct bfc *b, uint32_t h, uint32_t k)
 {
-	struct bfc_chunk *c = &C[h], *x;
-	uint32_t n = c->next, p = c->prev, nn;
-	bool n_free = !(C[n].flags & BFC_CF_HELD);
-	bool p_free = !(C[p].flags & BFC_CF_HELD);
+	bfc__class_rekey(b, b->chunks, h, k);
+	return 0;
+}
 
-	if (!n_free && !p_free) {
-		b->st.chunks_free++;
-		bfc__class_insert(b, C, h, k);
-		return;
+/* Free chunk x's key grew by a merge; k is the class of its new size.
+ * Alone in a class it stays in, or moving to an empty one, it is done
+ * here; the rest is rekey_slow()'s.
+ */
+static __always_inline int merged(struct bfc *b, struct bfc_chunk *C,
+				  uint32_t x, uint32_t k)
+{
+	uint32_t o = C[x].cls;
+
+	if (likely(!b->cls[o].root)) {
+		if (o == k)
+			return 0;
+		if (likely(!b->cls[k].min)) {
+			bfc__class_move(b, C, o, k, x);
+			return 0;
+		}
 	}
-	if (!p_free) {
-		/* The next chunk grows down over h. */
-		x = &C[n];
-		x->addr = c->addr;
-		x->size += c->size;
-		x->prev = p;
-		C[p].next = n;
-		slot_put(b, C, h);
-		bfc__class_rekey(b, C, n, bfc__class_of(b, x->size));
-		return;
-	}
-	x = &C[p];
+	return rekey_slow(b, x, k);
+}
+
+/* The cases of release() with a merge or a tree, each a function of its
+ * own, so that release()'s common case saves no registers.
+ *
+ * h merges into its free next neighbour n (its previous one is not
+ * free): n grows down over h and keeps its record.
+ */
+static noinline int release_into_next(struct bfc *b, uint32_t h)
+{
+	struct bfc_chunk *C = b->chunks, *c = &C[h];
+	uint32_t n = c->next, p = c->prev;
+	struct bfc_chunk *x = &C[n];
+
+	x->addr = c->addr;
 	x->size += c->size;
-	if (n_free) {
-		/* Both: the previous chunk takes h and the next one. */
-		nn = C[n].next;
-		bfc__class_remove(b, C, n);
-		x->size += C[n].size;
-		x->next = nn;
-		C[nn].prev = p;
-		slot_put(b, C, n);
-		b->st.chunks_free--;
-	} else {
-		x->next = n;
-		C[n].prev = p;
-	}
+	x->prev = p;
+	C[p].next = n;
 	slot_put(b, C, h);
-	bfc__class_rekey(b, C, p, bfc__class_of(b, x->size));
+	return merged(b, C, n, bfc__class_of(b, x->size));
+}
+
+/* h merges into its free previous neighbour p (its next one is not free). */
+static noinline int release_into_prev(struct bfc *b, uint32_t h)
+{
+	struct bfc_chunk *C = b->chunks, *c = &C[h];
+	uint32_t n = c->next, p = c->prev;
+	struct bfc_chunk *x = &C[p];
+
+	x->size += c->size;
+	x->next = n;
+	C[n].prev = p;
+	slot_put(b, C, h);
+	return merged(b, C, p, bfc__class_of(b, x->size));
+}
+
+/* h and its free next neighbour n merge into its free previous neighbour
+ * p; n leaves its class.
+ */
+static noinline int release_into_both(struct bfc *b, uint32_t h)
+{
+	struct bfc_chunk *C = b->chunks, *c = &C[h];
+	uint32_t n = c->next, p = c->prev, nn = C[n].next;
+	struct bfc_chunk *x = &C[p];
+
+	bfc__class_remove(b, C, n);
+	x->size += c->size + C[n].size;
+	x->next = nn;
+	C[nn].prev = p;
+	slot_put(b, C, n);
+	slot_put(b, C, h);
+	b->st.chunks_free--;
+	return merged(b, C, p, bfc__class_of(b, x->size));
+}
+
+/* h goes into class k, which holds others. */
+static noinline int release_into_tree(struct bfc *b, uint32_t h, uint32_t k)
+{
+	bfc__tree_insert(b, k, h);
+	return 0;
+}
+
+/* Chunk h has just become free (flags LIVE, in no class, not in the
+ * address index; its cls k, the class of its size).  Coalesce it with its
+ * free neighbours and index the result.  No free neighbour and an empty
+ * class (the common case) make no call; the rest is a tail call.  A
+ * neighbour that absorbs h keeps its record, and its place in the index
+ * if its class does not change (see bfc__class_rekey).
+ */
+static __always_inline int release(struct bfc *b, struct bfc_chunk *C,
+				   uint32_t h, uint32_t k)
+{
+	bool n_held = C[C[h].next].flags & BFC_CF_HELD;
+	bool p_held = C[C[h].prev].flags & BFC_CF_HELD;
+
+	if (likely(n_held && p_held)) {
+		b->st.chunks_free++;
+		if (unlikely(b->cls[k].min))
+			return release_into_tree(b, h, k);
+		bfc__class_put(b, k, h);
+		return 0;
+	}
+	if (p_held)
+		return release_into_next(b, h);
+	if (n_held)
+		return release_into_prev(b, h);
+	return release_into_both(b, h);
 }
 
 /* Regions ------------------------------------------------------------------ */
@@ -583,7 +659,8 @@ int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
 		link_between(C, r->lo, h, r->hi);
 		order_insert(b, pos, ri);
 	}
-	release(b, C, h, bfc__class_of(b, size));
+	C[h].cls = (uint16_t)bfc__class_of(b, size);
+	release(b, C, h, C[h].cls);
 	b->st.regions = b->nr_regions;
 	if (region_id)
 		*region_id = b->regions[ri].id;
@@ -846,125 +923,18 @@ slow:
 
 /* Free ------------------------------------------------------------------------ */
 
-/* free_chunk()'s cases with tree work, or both neighbours free: the
- * general path.
- */
-static noinline int free_slow(struct bfc *b, uint32_t h)
-{
-	release(b, b->chunks, h, b->chunks[h].cls);
-	return 0;
-}
-
-/* bfc__class_rekey() out of line, for the merges below. */
-static noinline int rekey_slow(struct bfc *b, uint32_t h, uint32_t k)
-{
-	bfc__class_rekey(b, b->chunks, h, k);
-	return 0;
-}
-
-/* Free chunk x's key grew by a merge; k is the class of its new size.
- * Alone in a class it stays in, or moving to an empty one, it is done
- * here; the rest is rekey_slow()'s.
- */
-static __always_inline int merged(struct bfc *b, struct bfc_chunk *C,
-				  uint32_t x, uint32_t k)
-{
-	uint32_t o = C[x].cls;
-
-	if (likely(!b->cls[o].root)) {
-		if (o == k)
-			return 0;
-		if (likely(!b->cls[k].min)) {
-			bfc__class_move(b, C, o, k, x);
-			return 0;
-		}
-	}
-	return rekey_slow(b, x, k);
-}
-
-/* h, just freed, merges into its free next neighbour n (its previous one
- * is not free): n grows down over h and keeps its record.
- */
-static noinline int free_into_next(struct bfc *b, uint32_t h)
-{
-	struct bfc_chunk *C = b->chunks, *c = &C[h];
-	uint32_t n = c->next, p = c->prev;
-	struct bfc_chunk *x = &C[n];
-
-	x->addr = c->addr;
-	x->size += c->size;
-	x->prev = p;
-	C[p].next = n;
-	slot_put(b, C, h);
-	return merged(b, C, n, bfc__class_of(b, x->size));
-}
-
-/* h, just freed, merges into its free previous neighbour p (its next one
- * is not free).
- */
-static noinline int free_into_prev(struct bfc *b, uint32_t h)
-{
-	struct bfc_chunk *C = b->chunks, *c = &C[h];
-	uint32_t n = c->next, p = c->prev;
-	struct bfc_chunk *x = &C[p];
-
-	x->size += c->size;
-	x->next = n;
-	C[n].prev = p;
-	slot_put(b, C, h);
-	return merged(b, C, p, bfc__class_of(b, x->size));
-}
-
-/* h, just freed, and its free next neighbour n merge into its free
- * previous neighbour p.  n leaves its class (free_slow() when it shares
- * it).
- */
-static noinline int free_into_both(struct bfc *b, uint32_t h)
-{
-	struct bfc_chunk *C = b->chunks, *c = &C[h];
-	uint32_t n = c->next, p = c->prev, nn = C[n].next;
-	struct bfc_chunk *x = &C[p];
-
-	if (unlikely(b->cls[C[n].cls].root))
-		return free_slow(b, h);
-	bfc__class_clear(b, C[n].cls);
-	x->size += c->size + C[n].size;
-	x->next = nn;
-	C[nn].prev = p;
-	slot_put(b, C, n);
-	slot_put(b, C, h);
-	b->st.chunks_free--;
-	return merged(b, C, p, bfc__class_of(b, x->size));
-}
-
-/* Free in-use chunk h, already out of the address index.  No free
- * neighbour and an empty class (the common case) make no call; a merge
- * is a tail call; tree work is free_slow()'s.
- */
+/* Free in-use chunk h, already out of the address index. */
 static __always_inline int free_chunk(struct bfc *b, struct bfc_chunk *C,
 				      uint32_t h)
 {
 	struct bfc_chunk *c = &C[h];
-	uint32_t k = c->cls;	/* an in-use chunk keeps the class of its size */
-	bool n_held = C[c->next].flags & BFC_CF_HELD;
-	bool p_held = C[c->prev].flags & BFC_CF_HELD;
 
 	b->st.in_use -= c->size;
 	b->st.requested -= c->u.requested;
 	b->st.nr_frees++;
 	c->flags = BFC_CF_LIVE;
-	if (likely(n_held && p_held)) {
-		if (unlikely(b->cls[k].min))
-			return free_slow(b, h);
-		b->st.chunks_free++;
-		bfc__class_put(b, k, h);
-		return 0;
-	}
-	if (p_held)
-		return free_into_next(b, h);
-	if (n_held)
-		return free_into_prev(b, h);
-	return free_into_both(b, h);
+	/* An in-use chunk keeps the class of its size. */
+	return release(b, C, h, c->cls);
 }
 
 static noinline int bad_free(struct bfc *b)

@@ -12,7 +12,8 @@
 /* Size classes --------------------------------------------------------- */
 
 /* Tunable: each power of two of sizes (in granules) is split into
- * 2^BFC_SL_BITS classes.  At most 5: a group's bitmap is a uint32_t.
+ * 2^BFC_SL_BITS classes.  At most 6: a group (one power of two) lies in
+ * one 64-bit word of the class bitmap.
  */
 #define BFC_SL_BITS	5
 
@@ -26,9 +27,10 @@
 #define BFC_NR_CLASSES	(BFC_FL_COUNT * BFC_SL_COUNT)
 #define BFC_NO_CLASS	BFC_NR_CLASSES
 
-/* The bitmap of non-empty classes: 64 classes a word (two powers of two
- * of sizes, so that a fit in the next one or two is found in the request's
- * own word), and a bit per non-empty word.
+/* The bitmap of non-empty classes: 64 classes a word (2^(6 - SL_BITS)
+ * powers of two of sizes, two with SL_BITS 5, so that a fit in the next
+ * one or two is found in the request's own word), and a bit per non-empty
+ * word.
  */
 #define BFC_NR_WORDS	((BFC_NR_CLASSES + 63) / 64)
 
@@ -217,9 +219,8 @@ uint32_t bfc__largest_free(const struct bfc *b);
  */
 
 /* Chunk h, free, in no class and with cls k already, becomes the only
- * chunk of empty class k.  The word's bit is written only when it changes,
- * as in bfc__class_clear(): a store that changes nothing would still make
- * the next search's load wait for it.
+ * chunk of empty class k.  The word map is written only when the word's
+ * bit changes (here and in bfc__class_clear()).
  */
 static __always_inline void bfc__class_put(struct bfc *b, uint32_t k,
 					   uint32_t h)
