@@ -295,8 +295,7 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 	b->gmask = p->granularity - 1;
 	b->size_max = UINT64_MAX - b->gmask;
 	b->gshift = (uint32_t)__builtin_ctzll(p->granularity);
-	b->cls_floor = b->gshift <= 58 ? (uint64_t)BFC_SL_COUNT << b->gshift :
-			1ull << 63;
+	b->cls_floor = b->gshift <= 58 ? (uint64_t)BFC_SL_COUNT << b->gshift : 0;
 	b->next_region_id = 1;
 	b->hash_mul = FIB64 >> b->gshift;
 	/* The split rule as want_split() reads it.  A rest is never empty:

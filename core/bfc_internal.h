@@ -121,7 +121,7 @@ struct bfc {
 	uint64_t gmask;		/* granularity - 1 */
 	uint64_t size_max;	/* largest request: UINT64_MAX - gmask */
 	uint32_t gshift;	/* log2(granularity) */
-	uint64_t cls_floor;	/* SL_COUNT granules (see bfc__class_of) */
+	uint64_t cls_floor;	/* SL_COUNT granules, or 0 (see bfc__class_of) */
 
 	/* Chunk slots: every slot but 0 (the trees' nil) either holds a
 	 * chunk or an edge (BFC_CF_LIVE) or is on the list of free slots,
@@ -180,9 +180,10 @@ static __always_inline uint32_t bfc__class_of(const struct bfc *b,
 	 * class plus gshift * SL_COUNT, the same for every size, so these are
 	 * the same classes, numbered from gshift * SL_COUNT; the largest is
 	 * still below BFC_NR_CLASSES.  cls_floor (SL_COUNT granules) gives
-	 * the floor of t without a branch.  Granularities above 2^58 have
-	 * cls_floor 2^63: t is then 58 for every size, still below gshift,
-	 * and every size (a multiple of 2^59) has a class of its own.
+	 * the floor of t without a branch.  Above a granularity of 2^58 no
+	 * size has SL_COUNT granules: cls_floor is 0, and t = floor(log2
+	 * size) - SL_BITS still gives every size a class of its own, in
+	 * order.
 	 */
 	uint32_t t = 63u - (uint32_t)__builtin_clzll(size | b->cls_floor) -
 		     BFC_SL_BITS;

@@ -182,6 +182,38 @@ TEST(bins_last_is_open_ended)
 	bfc_destroy(b);
 }
 
+/* Granularities above 2^58: every size (a multiple of 2^59) has a class
+ * of its own (bfc_internal.h), and best fit still holds among them.
+ */
+TEST(huge_granularity_classes)
+{
+	const uint64_t g = 1ull << 59;
+	struct bfc *b = bt_create(g, 2, g, 0, 0);	/* always split */
+	bfc_handle_t h2, h3, h4;
+
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, ADD(b, 0, 16 * g, NULL));	/* [0, 2^63) */
+	EXPECT_EQ(0, ALLOC_OK(b, g, NULL));
+	EXPECT_EQ(g, ALLOC_OK(b, g, &h2));
+	EXPECT_EQ(2 * g, ALLOC_OK(b, 2 * g, &h3));
+	EXPECT_EQ(4 * g, ALLOC_OK(b, g, &h4));
+	EXPECT_EQ(5 * g, ALLOC_OK(b, 5 * g, NULL));
+	ASSERT_EQ(0, FREE(b, h2));
+	ASSERT_EQ(0, FREE(b, h4));
+	ASSERT_EQ(0, FREE(b, h3));		/* merges both: 4 granules at g */
+	EXPECT_EQ(2, bt_stats(b).chunks_free);	/* and the tail: 6 at 10g */
+	EXPECT_EQ(6 * g, bt_stats(b).largest_free);
+	/* Best fit: 2 granules from the 4 at g, not from the 6 at 10g; then
+	 * 1 from the 2 left at 3g; then 5 from the tail.
+	 */
+	EXPECT_EQ(g, ALLOC_OK(b, 2 * g, NULL));
+	EXPECT_EQ(3 * g, ALLOC_OK(b, g, NULL));
+	EXPECT_EQ(10 * g, ALLOC_OK(b, 5 * g, NULL));
+	EXPECT_EQ(g, bt_stats(b).largest_free);
+	EXPECT_EQ(2, bt_stats(b).chunks_free);	/* 1 at 4g, 1 at 15g */
+	bfc_destroy(b);
+}
+
 TEST(sizes_near_uint64_max)
 {
 	struct bfc *b = bt_create_tf(256);
