@@ -252,17 +252,22 @@ static inline bool handle_in_use(const struct bfc *b, uint32_t h)
 	       (b->chunks[h].flags & (BFC_CF_HELD | BFC_CF_EDGE)) == BFC_CF_HELD;
 }
 
-/* The link (bucket head or chunk.hnext) holding the in-use chunk that
- * starts at addr, or NULL.
+/* The in-use chunk that starts at addr, or 0; *lp the link (bucket head
+ * or chunk.hnext) that holds it, or the chain's last link.
  */
-static __always_inline uint32_t *hash_find_addr(const struct bfc *b,
-						uint64_t addr)
+static __always_inline uint32_t hash_find_addr(const struct bfc *b,
+					       uint64_t addr, uint32_t **lp)
 {
+	struct bfc_chunk *C = b->chunks;
 	uint32_t *l = &b->hash[bfc__hash_bucket(b, addr)];
+	uint32_t h = *l;
 
-	while (*l && b->chunks[*l].addr != addr)
-		l = &b->chunks[*l].hnext;
-	return *l ? l : NULL;
+	while (unlikely(h && C[h].addr != addr)) {	/* usually the first */
+		l = &C[h].hnext;
+		h = *l;
+	}
+	*lp = l;
+	return h;
 }
 
 /* The link holding in-use chunk h, or NULL. */
@@ -960,14 +965,8 @@ int bfc_free(struct bfc *b, bfc_handle_t h)
 int bfc_free_addr(struct bfc *b, uint64_t addr)
 {
 	struct bfc_chunk *C = b->chunks;
-	uint32_t *l = &b->hash[bfc__hash_bucket(b, addr)];
-	uint32_t h = *l;
+	uint32_t *l, h = hash_find_addr(b, addr, &l);
 
-	/* hash_find_addr(), keeping h: usually the bucket's first chunk. */
-	while (unlikely(h && C[h].addr != addr)) {
-		l = &C[h].hnext;
-		h = *l;
-	}
 	if (unlikely(!h))
 		return bad_free(b);
 	*l = C[h].hnext;
@@ -976,12 +975,12 @@ int bfc_free_addr(struct bfc *b, uint64_t addr)
 
 int bfc_lookup(const struct bfc *b, uint64_t addr, bfc_handle_t *h)
 {
-	const uint32_t *l = hash_find_addr(b, addr);
+	uint32_t *l, x = hash_find_addr(b, addr, &l);
 
-	if (!l)
+	if (!x)
 		return -BFC_ENOENT;
 	if (h)
-		*h = *l;
+		*h = x;
 	return 0;
 }
 
