@@ -889,30 +889,14 @@ int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
 	rest = cs - r;
 	addr = c->addr;
 	if (want_split(b, rest, r)) {
-		struct bfc_chunk *x;
-
 		n = b->free_slot;
-		if (unlikely(!n))
-			goto slow;
-		/* The front's record, filled in before the last test: a slot
-		 * on the free list holds nothing but its link.
-		 */
-		x = &C[n];
-		x->addr = addr;
-		x->size = r;
-		x->cls = (uint16_t)kr;
 		kn = bfc__class_of(b, rest);
-		if (unlikely(kn != k && b->cls[kn].min))
+		if (unlikely(!n || (kn != k && b->cls[kn].min)))
 			goto slow;
 		/* Nothing fails from here. */
 		alloc_tell(hp, ap, n, addr);
-		b->free_slot = x->next;
-		x->next = h;
-		x->prev = c->prev;
-		C[c->prev].next = n;
-		c->prev = n;
-		c->addr = addr + r;
-		c->size = rest;
+		b->free_slot = C[n].next;
+		split_front(C, h, n, r, kr);
 		if (kn != k)
 			bfc__class_move(b, C, k, kn, h);
 		return alloc_done(b, C, n, addr, size, r);
