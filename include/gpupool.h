@@ -92,7 +92,8 @@ void gp_options_init(struct gp_options *opts);
  * and released with gp_close().  Errors: -EINVAL (bad options), -ENODEV
  * (forced kernel backend without /dev/gpupool, CUDA required and not
  * usable, or GP_OPEN_NUMA_STRICT to a node that cannot serve: no memory
- * there, or no gpupool.ko sub-pool there), -EPROTO (module ABI
+ * there, not in this process's cpuset (user backend), or no gpupool.ko
+ * sub-pool there), -EPROTO (module ABI
  * incompatible), -EACCES, -ENOMEM.  The message
  * of a failed gp_open() is read with gp_last_error(NULL) on the same thread.
  */

@@ -94,15 +94,61 @@ static bool gp_node_has_memory(int node, char *list, size_t len)
 	return false;
 }
 
+/* The node masks mbind() and get_mempolicy() take here: 1024 nodes. */
+#define GP_NODE_MASK_LONGS	16
+#define GP_LONG_BITS		(8 * (int)sizeof(long))
+
+/* Whether this process's cpuset lets it have memory on node
+ * (get_mempolicy(MPOL_F_MEMS_ALLOWED)); the allowed nodes as a list ("0-1,3")
+ * into list.  True when the kernel cannot say (then mbind() reports what is
+ * wrong at the first allocation, as before).
+ */
+static bool gp_node_allowed(int node, char *list, size_t len)
+{
+	unsigned long mask[GP_NODE_MASK_LONGS] = { 0 };
+	int mode, i, lo = -1, bits = GP_NODE_MASK_LONGS * GP_LONG_BITS;
+	size_t n = 0;
+
+	if (syscall(SYS_get_mempolicy, &mode, mask, (unsigned long)bits, NULL,
+		    MPOL_F_MEMS_ALLOWED))
+		return true;
+	list[0] = 0;
+	for (i = 0; i <= bits; i++) {
+		bool set = i < bits && ((mask[i / GP_LONG_BITS] >> (i % GP_LONG_BITS)) & 1);
+
+		if (set && lo < 0)
+			lo = i;
+		if (set || lo < 0)
+			continue;
+		/* a range lo..i-1 ends: as much as fits, like has_memory's */
+		if (n < len)
+			n += (size_t)snprintf(list + n, len - n, lo == i - 1 ?
+					      "%s%d" : "%s%d-%d", n ? "," : "",
+					      lo, i - 1);
+		lo = -1;
+	}
+	if (n >= len && len > 4)
+		memcpy(list + len - 4, "...", 4);
+	return node < bits && ((mask[node / GP_LONG_BITS] >> (node % GP_LONG_BITS)) & 1);
+}
+
 static int gp_user_open(struct gp_ctx *ctx)
 {
 	char nodes[256];
 	struct rlimit rl;
 
-	if (ctx->numa_node >= 0 && (ctx->opt.flags & GP_OPEN_NUMA_STRICT) &&
-	    !gp_node_has_memory(ctx->numa_node, nodes, sizeof(nodes)))
-		return gp_strict_node_error(ctx, "this machine has no memory",
-					    nodes);
+	if (ctx->numa_node >= 0 && (ctx->opt.flags & GP_OPEN_NUMA_STRICT)) {
+		if (!gp_node_has_memory(ctx->numa_node, nodes, sizeof(nodes)))
+			return gp_strict_node_error(ctx, "this machine has no memory",
+						    nodes);
+		/* A cpuset can hold a process off a node that has memory;
+		 * say so here rather than at the first allocation's mbind.
+		 */
+		if (!gp_node_allowed(ctx->numa_node, nodes, sizeof(nodes)))
+			return gp_strict_node_error(ctx,
+						    "this process's cpuset (cpuset.mems) allows no memory",
+						    nodes);
+	}
 
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
 		ctx->hst.memlock_limit = rl.rlim_cur == RLIM_INFINITY ?
@@ -118,7 +164,7 @@ static void gp_user_close(struct gp_ctx *ctx)
 
 static int gp_user_bind(struct gp_ctx *ctx, void *addr, uint64_t size)
 {
-	unsigned long mask[16] = { 0 };
+	unsigned long mask[GP_NODE_MASK_LONGS] = { 0 };
 	int node = ctx->numa_node;
 	int mode;
 

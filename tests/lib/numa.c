@@ -7,6 +7,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <linux/mempolicy.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "helpers.h"
@@ -150,6 +152,108 @@ TEST(strict_node_without_huge_pages)
 	gp_close(ctx);
 	EXPECT_EQ(0, write_long(p1, old1));
 	EXPECT_EQ(0, write_long(p0, old0));
+}
+
+static int write_str(const char *path, const char *v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fputs(v, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+#define CGROOT	"/sys/fs/cgroup"
+
+/* A cgroup v2 hierarchy with the cpuset controller at CGROOT (mounted
+ * here if nothing is: the VMs boot without one), or -1.
+ */
+static int cpuset_hierarchy(void)
+{
+	char buf[512] = "";
+	FILE *f = fopen(CGROOT "/cgroup.controllers", "r");
+
+	if (!f && mount("none", CGROOT, "cgroup2", 0, NULL) == 0)
+		f = fopen(CGROOT "/cgroup.controllers", "r");
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	if (!strstr(buf, "cpuset"))
+		return -1;
+	/* may be on already; the next write says if it is not */
+	write_str(CGROOT "/cgroup.subtree_control", "+cpuset");
+	return 0;
+}
+
+/* A process whose cpuset (cpuset.mems) leaves out node 1, which has
+ * memory: strict placement there fails at gp_open, naming the cpuset and
+ * the nodes it allows (the user backend; without that check gp_open
+ * succeeded and the first allocation failed with "mbind to NUMA node 1:
+ * Invalid argument").  Strict placement on node 0 still works.
+ * Needs root, nodes 0 and 1 with memory and cgroup v2 with cpuset: the
+ * NUMA VM.
+ */
+TEST(strict_node_outside_cpuset)
+{
+	char cg[128], procs[160], mems[160], pid[32];
+	struct gp_options o;
+	struct gp_ctx *ctx = NULL;
+	char *p = NULL;
+	int r;
+
+	if (geteuid() || access("/sys/devices/system/node/node1", F_OK))
+		SKIP(return, "needs root and NUMA nodes 0 and 1");
+	if (backend_forced_kernel())
+		SKIP(return, "a user backend test (gpupool.ko serves its own reserve)");
+	if (cpuset_hierarchy())
+		SKIP(return, "no cgroup v2 hierarchy with the cpuset controller");
+	snprintf(cg, sizeof(cg), CGROOT "/gpupool-numa-%d", (int)getpid());
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	snprintf(mems, sizeof(mems), "%s/cpuset.mems", cg);
+	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	ASSERT_EQ(0, mkdir(cg, 0755)) TH_LOG("%s: %s", cg, strerror(errno));
+	if (access(mems, F_OK)) {
+		rmdir(cg);
+		SKIP(return, "the cpuset controller is not enabled for " CGROOT "'s children");
+	}
+	/* EXPECT from here: the process goes back and the group goes. */
+	EXPECT_EQ(0, write_str(mems, "0\n")) TH_LOG("%s: %s", mems, strerror(errno));
+	EXPECT_EQ(0, write_str(procs, pid)) TH_LOG("%s: %s", procs, strerror(errno));
+
+	gp_options_init(&o);
+	o.backend = GP_BACKEND_USER;
+	o.numa_node = 1;
+	o.flags = GP_OPEN_NUMA_STRICT;
+	r = gp_open(&o, &ctx);
+	EXPECT_EQ(-ENODEV, r);
+	EXPECT_EQ(NULL, ctx);
+	EXPECT_NE(NULL, strstr(gp_last_error(NULL), "cpuset"))
+		TH_LOG("%s", gp_last_error(NULL));
+	EXPECT_NE(NULL, strstr(gp_last_error(NULL), "NUMA node 1"))
+		TH_LOG("%s", gp_last_error(NULL));
+	EXPECT_NE(NULL, strstr(gp_last_error(NULL), "can serve: 0)"))
+		TH_LOG("%s", gp_last_error(NULL));
+	gp_close(ctx);
+	ctx = NULL;
+
+	o.numa_node = 0;
+	EXPECT_EQ(0, gp_open(&o, &ctx)) TH_LOG("%s", gp_last_error(NULL));
+	if (ctx)
+		EXPECT_EQ(0, gp_host_alloc(ctx, 1 << 20, 0, (void **)&p))
+			TH_LOG("%s", gp_last_error(ctx));
+	if (p) {
+		p[0] = 1;
+		EXPECT_EQ(0, page_node(p));
+		EXPECT_EQ(0, gp_host_free(ctx, p));
+	}
+	gp_close(ctx);
+
+	EXPECT_EQ(0, write_str(CGROOT "/cgroup.procs", pid));
+	EXPECT_EQ(0, rmdir(cg)) TH_LOG("%s: %s", cg, strerror(errno));
 }
 
 /* The first PCI device of this machine and its node from sysfs. */
