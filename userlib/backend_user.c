@@ -172,7 +172,7 @@ static int gp_user_bind(struct gp_ctx *ctx, void *addr, uint64_t size)
 		return 0;
 	if (node >= (int)(sizeof(mask) * 8))
 		return gp_err(ctx, -EINVAL, "NUMA node %d is out of range", node);
-	mask[node / (8 * sizeof(long))] = 1ul << (node % (8 * sizeof(long)));
+	mask[node / GP_LONG_BITS] = 1ul << (node % GP_LONG_BITS);
 	mode = (ctx->opt.flags & GP_OPEN_NUMA_STRICT) ? MPOL_BIND : MPOL_PREFERRED;
 	if (syscall(SYS_mbind, addr, size, mode, mask, sizeof(mask) * 8, 0)) {
 		int e = errno;

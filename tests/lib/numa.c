@@ -92,15 +92,23 @@ static long read_long(const char *path)
 	return v;
 }
 
-static int write_long(const char *path, long v)
+static int write_str(const char *path, const char *v)
 {
 	FILE *f = fopen(path, "w");
 	int ok;
 
 	if (!f)
 		return -1;
-	ok = fprintf(f, "%ld\n", v) > 0;
+	ok = fputs(v, f) >= 0;
 	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static int write_long(const char *path, long v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%ld\n", v);
+	return write_str(path, buf);
 }
 
 /* Huge pages reserved on node 1 only, placement strict on node 0 (user
@@ -152,17 +160,6 @@ TEST(strict_node_without_huge_pages)
 	gp_close(ctx);
 	EXPECT_EQ(0, write_long(p1, old1));
 	EXPECT_EQ(0, write_long(p0, old0));
-}
-
-static int write_str(const char *path, const char *v)
-{
-	FILE *f = fopen(path, "w");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fputs(v, f) >= 0;
-	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
 #define CGROOT	"/sys/fs/cgroup"
