@@ -82,6 +82,30 @@ TEST_F(layout, inside_one_class)
 	EXPECT_EQ(self->addr[3], ALLOC_OK(self->b, 128 * G, NULL));
 }
 
+/* A class of many chunks of two sizes: n64 free chunks of 64 granules,
+ * then 20 of 65 (one class holds both).  For every n64 from 1 to 40 (so
+ * wherever the class index's nodes divide the two runs), a request for
+ * 65 finds the first 65, not the class minimum or the next class.
+ */
+TEST_F(layout, inside_one_class_many_chunks)
+{
+	uint64_t u[60];
+	int n64, i;
+
+	for (n64 = 1; n64 <= 40; n64++) {
+		bfc_destroy(self->b);
+		self->b = bt_create(G, 0, G, 0, 0);
+		ASSERT_NE(NULL, self->b);
+		ASSERT_EQ(0, ADD(self->b, 1 * GiB, 1 * GiB, NULL));
+		for (i = 0; i < n64 + 20; i++)
+			u[i] = i < n64 ? 64 : 65;
+		carve(_metadata, self, u, n64 + 20);
+		EXPECT_EQ(self->addr[n64], ALLOC_OK(self->b, 64 * G + 1, NULL));
+		EXPECT_EQ(self->addr[n64 + 1], ALLOC_OK(self->b, 65 * G, NULL));
+		EXPECT_EQ(self->addr[0], ALLOC_OK(self->b, 64 * G, NULL));
+	}
+}
+
 /* Across classes the smallest wins even at a higher address. */
 TEST_F(layout, across_classes)
 {

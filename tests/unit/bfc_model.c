@@ -19,11 +19,12 @@
  * with it every step the default run would take minutes under ASan.
  *
  * Each variant (parameter set) runs SEEDS seeds of OPS operations: about
- * 1.1 million operations in all.  A failure prints variant, seed and step.
+ * 1.3 million operations in all.  A failure prints variant, seed and step.
  *   BFC_MODEL_SEED=n   run only seed n (in every variant)
  *   BFC_MODEL_OPS=n    operations per seed
  */
 #include "bfc_model.h"
+#include "bfc_internal.h"	/* note_crowding(): bfc__class_of() */
 
 #define SEEDS			3
 #define OPS			60000
@@ -41,6 +42,7 @@ FIXTURE(model) {
 	uint64_t rng, seed, step;
 	/* What the run exercised, printed at its end. */
 	uint64_t adds, adds_refused, removes, removes_busy, max_chunks;
+	uint32_t max_in_class;	/* free chunks in one size class */
 };
 
 FIXTURE_VARIANT(model) {
@@ -52,6 +54,12 @@ FIXTURE_VARIANT(model) {
 	uint32_t flags;
 	uint64_t span;		/* region slot size */
 	uint64_t grid;		/* base of the slot grid; 0 = at the top */
+	/* Crowded classes: most sizes from a few small ones, many live
+	 * chunks (target), and a start as a checkerboard, so that classes
+	 * hold hundreds to thousands of free chunks: deep class trees.
+	 */
+	uint32_t few_sizes;
+	uint32_t target;	/* live chunks to grow to; 0: by seed */
 };
 
 FIXTURE_VARIANT_ADD(model, tf_256) {
@@ -79,6 +87,11 @@ FIXTURE_VARIANT_ADD(model, merge_always_64_max_split) {
 	.granularity = 64, .split_ratio = 0, .split_threshold = 64,
 	.max_split_size = 64 * KiB, .flags = BFC_MERGE_ADJACENT_REGIONS,
 	.span = 1 * MiB, .grid = 1ull << 36,
+};
+FIXTURE_VARIANT_ADD(model, crowded_classes_256) {
+	.label = "crowded_classes_256",
+	.granularity = 256, .split_ratio = 2, .split_threshold = 128 * MiB,
+	.span = 4 * MiB, .grid = 1ull << 40, .few_sizes = 1, .target = 8000,
 };
 FIXTURE_VARIANT_ADD(model, byte_ratio3_at_zero) {
 	.label = "byte_ratio3_at_zero",
@@ -164,6 +177,11 @@ static uint64_t pick_size(FIXTURE_DATA(model) *self,
 	uint32_t r = x % 100;
 
 	x >>= 8;
+	if (v->few_sizes && r >= 4 && r < 85) {
+		const uint64_t few[] = { 1, 1, 2, 3, 4 };
+
+		return few[x % 5] * g - (x >> 3) % g;
+	}
 	if (r < 2)
 		return 0;
 	if (r < 4) {
@@ -221,11 +239,15 @@ static int do_alloc(struct __test_metadata *_metadata,
 	return 0;
 }
 
-static void do_free(struct __test_metadata *_metadata,
-		    FIXTURE_DATA(model) *self,
-		    const FIXTURE_VARIANT(model) *variant)
+static void compare_stats(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(model) *self,
+			  const FIXTURE_VARIANT(model) *variant);
+
+/* Free live chunk k (by handle or by address), sometimes twice. */
+static void do_free_at(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(model) *self,
+		       const FIXTURE_VARIANT(model) *variant, size_t k)
 {
-	size_t k = rnd(&self->rng) % self->nlive;
 	bfc_handle_t h = self->live[k].h;
 	uint64_t a = self->live[k].addr, x = rnd(&self->rng);
 	bfc_handle_t lh = 0;
@@ -248,6 +270,42 @@ static void do_free(struct __test_metadata *_metadata,
 		MASSERT(lrc == -ENOENT, "lookup(0x%llx) after free: %d",
 			(unsigned long long)a, lrc);
 	}
+}
+
+static void do_free(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(model) *self,
+		    const FIXTURE_VARIANT(model) *variant)
+{
+	do_free_at(_metadata, self, variant, rnd(&self->rng) % self->nlive);
+}
+
+/* Crowded classes start as a checkerboard: chunks of one granule, up to
+ * target of them or until the first regions are full, every other one
+ * freed, so one class holds thousands of chunks (a red-black tree more
+ * than 11 levels deep) that the random steps then wear down.
+ */
+static void checkerboard(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(model) *self,
+			 const FIXTURE_VARIANT(model) *variant)
+{
+	size_t n0 = self->nlive, i, k;
+	uint64_t *addrs;
+
+	while (self->nlive < n0 + variant->target &&
+	       !do_alloc(_metadata, self, variant, variant->granularity))
+		compare_stats(_metadata, self, variant);
+	addrs = calloc(self->nlive, sizeof(*addrs));
+	ASSERT_NE(NULL, addrs);
+	for (i = n0; i < self->nlive; i += 2)
+		addrs[(i - n0) / 2] = self->live[i].addr;
+	for (i = 0; i < (self->nlive - n0 + 1) / 2 && addrs[i]; i++) {
+		for (k = 0; self->live[k].addr != addrs[i]; k++)
+			;
+		do_free_at(_metadata, self, variant, k);
+		compare_stats(_metadata, self, variant);
+	}
+	free(addrs);
+	MCHECK();
 }
 
 static void do_bad_free(struct __test_metadata *_metadata,
@@ -414,6 +472,34 @@ static void compare_all(struct __test_metadata *_metadata,
 		"chunk lists differ at #%zu (model has %zu chunks)", x.i, self->m.n);
 }
 
+/* The most free chunks one size class holds now, into max_in_class. */
+struct crowd {
+	const struct bfc *b;
+	uint32_t n[BFC_NR_CLASSES];
+};
+
+static int crowd_cb(void *ctx, const struct bfc_chunk_info *c)
+{
+	struct crowd *x = ctx;
+
+	if (!c->in_use)
+		x->n[bfc__class_of(x->b, c->size)]++;
+	return 0;
+}
+
+static void note_crowding(FIXTURE_DATA(model) *self)
+{
+	static struct crowd x;
+	uint32_t c;
+
+	memset(&x, 0, sizeof(x));
+	x.b = self->b;
+	bfc_for_each_chunk(self->b, crowd_cb, &x);
+	for (c = 0; c < BFC_NR_CLASSES; c++)
+		if (x.n[c] > self->max_in_class)
+			self->max_in_class = x.n[c];
+}
+
 static void compare_stats(struct __test_metadata *_metadata,
 			  FIXTURE_DATA(model) *self,
 			  const FIXTURE_VARIANT(model) *variant)
@@ -433,7 +519,7 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(model) *self,
 		const FIXTURE_VARIANT(model) *variant, uint64_t seed, uint64_t ops)
 {
 	static const uint64_t targets[] = { 16, 160, 600 };
-	uint64_t target = targets[seed % 3];
+	uint64_t target = variant->target ? variant->target : targets[seed % 3];
 	struct bfc_params p;
 	uint32_t i;
 
@@ -456,6 +542,8 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(model) *self,
 	ASSERT_NE(NULL, self->live);
 	for (i = 0; i < 2; i++)
 		do_add(_metadata, self, variant);
+	if (variant->few_sizes)
+		checkerboard(_metadata, self, variant);
 
 	for (self->step = 0; self->step < ops; self->step++) {
 		uint64_t x = rnd(&self->rng) % 1000;
@@ -489,14 +577,16 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(model) *self,
 		compare_stats(_metadata, self, variant);
 		if (self->m.n > self->max_chunks)
 			self->max_chunks = self->m.n;
-		if (self->step % COMPARE_EVERY == 0)
+		if (self->step % COMPARE_EVERY == 0) {
 			compare_all(_metadata, self, variant);
+			note_crowding(self);
+		}
 		if (self->step < FULL_CHECK_STEPS || self->step % CHECK_EVERY == 0)
 			MCHECK();
 	}
 	compare_all(_metadata, self, variant);
 	MCHECK();
-	TH_LOG("%s seed %llu: %llu ops, %llu allocs (%llu failed), %llu frees, %llu bad, regions +%llu (%llu refused) -%llu (%llu busy), up to %llu chunks",
+	TH_LOG("%s seed %llu: %llu ops, %llu allocs (%llu failed), %llu frees, %llu bad, regions +%llu (%llu refused) -%llu (%llu busy), up to %llu chunks, up to %u free in one class",
 	       variant->label, (unsigned long long)seed, (unsigned long long)ops,
 	       (unsigned long long)self->m.st.nr_allocs,
 	       (unsigned long long)self->m.st.failed_allocs,
@@ -505,7 +595,11 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(model) *self,
 	       (unsigned long long)self->adds, (unsigned long long)self->adds_refused,
 	       (unsigned long long)self->removes,
 	       (unsigned long long)self->removes_busy,
-	       (unsigned long long)self->max_chunks);
+	       (unsigned long long)self->max_chunks, self->max_in_class);
+	if (variant->few_sizes)
+		MASSERT(self->max_in_class >= variant->target / 4,
+			"at most %u free chunks in one class, not the crowd this variant is for",
+			self->max_in_class);
 	/* Drain: everything freed, every region released. */
 	while (self->nlive)
 		do_free(_metadata, self, variant);
