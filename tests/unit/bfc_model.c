@@ -239,10 +239,6 @@ static int do_alloc(struct __test_metadata *_metadata,
 	return 0;
 }
 
-static void compare_stats(struct __test_metadata *_metadata,
-			  FIXTURE_DATA(model) *self,
-			  const FIXTURE_VARIANT(model) *variant);
-
 /* Free live chunk k (by handle or by address), sometimes twice. */
 static void do_free_at(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(model) *self,
@@ -277,35 +273,6 @@ static void do_free(struct __test_metadata *_metadata,
 		    const FIXTURE_VARIANT(model) *variant)
 {
 	do_free_at(_metadata, self, variant, rnd(&self->rng) % self->nlive);
-}
-
-/* Crowded classes start as a checkerboard: chunks of one granule, up to
- * target of them or until the first regions are full, every other one
- * freed, so one class holds thousands of chunks (a red-black tree more
- * than 11 levels deep) that the random steps then wear down.
- */
-static void checkerboard(struct __test_metadata *_metadata,
-			 FIXTURE_DATA(model) *self,
-			 const FIXTURE_VARIANT(model) *variant)
-{
-	size_t n0 = self->nlive, i, k;
-	uint64_t *addrs;
-
-	while (self->nlive < n0 + variant->target &&
-	       !do_alloc(_metadata, self, variant, variant->granularity))
-		compare_stats(_metadata, self, variant);
-	addrs = calloc(self->nlive, sizeof(*addrs));
-	ASSERT_NE(NULL, addrs);
-	for (i = n0; i < self->nlive; i += 2)
-		addrs[(i - n0) / 2] = self->live[i].addr;
-	for (i = 0; i < (self->nlive - n0 + 1) / 2 && addrs[i]; i++) {
-		for (k = 0; self->live[k].addr != addrs[i]; k++)
-			;
-		do_free_at(_metadata, self, variant, k);
-		compare_stats(_metadata, self, variant);
-	}
-	free(addrs);
-	MCHECK();
 }
 
 static void do_bad_free(struct __test_metadata *_metadata,
@@ -513,6 +480,31 @@ static void compare_stats(struct __test_metadata *_metadata,
 			(unsigned long long)s.f, (unsigned long long)ms.f);
 	BFC_MODEL_STATS(SAME)
 #undef SAME
+}
+
+/* Crowded classes start as a checkerboard: chunks of one granule, up to
+ * target of them or until the first regions are full, every other one
+ * freed, so one class holds thousands of chunks (a red-black tree more
+ * than 11 levels deep) that the random steps then wear down.  The frees go
+ * from the top down: do_free_at() moves the last live entry into the freed
+ * one's place, which is then above every index still to free.
+ */
+static void checkerboard(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(model) *self,
+			 const FIXTURE_VARIANT(model) *variant)
+{
+	size_t n0 = self->nlive, i;
+
+	while (self->nlive < n0 + variant->target &&
+	       !do_alloc(_metadata, self, variant, variant->granularity))
+		compare_stats(_metadata, self, variant);
+	for (i = self->nlive; i-- > n0; ) {
+		if ((i - n0) % 2)
+			continue;
+		do_free_at(_metadata, self, variant, i);
+		compare_stats(_metadata, self, variant);
+	}
+	MCHECK();
 }
 
 static void run(struct __test_metadata *_metadata, FIXTURE_DATA(model) *self,
