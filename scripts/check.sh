@@ -2,7 +2,9 @@
 # `make check`: build everything, then run every suite, continuing past
 # failures so that one report covers all of them:
 #   1. host unit tests (ASan + UBSan), the library's tests, ThreadSanitizer
-#      and libFuzzer runs (bounded, seeded), the tools and Python tests
+#      and libFuzzer runs (bounded, seeded), the tools tests, the BFC
+#      benchmark's quick run (it must build and finish; no speed asserted),
+#      the Python tests
 #   2. checkpatch on the kernel code
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
@@ -85,6 +87,9 @@ step "libFuzzer: the allocator core, the /proc/gpupool parser, the library's ioc
 
 step "host tests: gpupoolctl and its /proc/gpupool parser (a fixture pool)"
 "$top/scripts/run-tests.sh" tools "$O/tests/tools" || status=1
+
+step "the BFC benchmark: builds, and its quick run completes (no speed asserted)"
+"$top/scripts/bench-smoke.sh" || status=1
 
 step "Python package on the user backend (Debian's python3 and numpy)"
 GPUPOOL_BACKEND=user GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \

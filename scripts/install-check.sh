@@ -17,16 +17,8 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$results"
 pass=0 fail=0 n=0
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		pass=$((pass + 1))
-		echo "ok $n $2"
-	else
-		fail=$((fail + 1))
-		echo "not ok $n $2"
-	fi
-}
+# shellcheck source=scripts/tap.sh
+. "$top/scripts/tap.sh"
 
 make -C "$top" --no-print-directory O="$O" install PREFIX="$prefix" \
 	DESTDIR="$stage" > "$stage/install.log" 2>&1

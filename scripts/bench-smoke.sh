@@ -1,0 +1,56 @@
+#!/bin/sh
+# The BFC benchmark as `make bench` runs it, in its quick mode
+# (BENCH_QUICK=1, a few seconds): it must build, replay every trace in
+# bench/data and the generated ones through the core and the TF-structured
+# baseline (the benchmark checks both allocators' invariants after its
+# replays and exits non-zero on a violation), and print every section with a
+# number in each figure.  Nothing about speed is asserted: the figures are
+# the benchmark's to print (bench/README.md).
+#
+# Usage: scripts/bench-smoke.sh   (O= the build directory, default build/)
+# Writes $RESULTS_DIR/bench.counts; exit status non-zero on any failure.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+O=${O:-$top/build}
+results=${RESULTS_DIR:-$O/results}
+out=$O/bench/smoke.out
+mkdir -p "$results" "$O/bench"
+pass=0 fail=0 n=0
+
+# shellcheck source=scripts/tap.sh
+. "$top/scripts/tap.sh"
+
+make -s -C "$top/bench" O="$O" TOP="$top" all > "$out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || cat "$out"
+ok $rc "the benchmark builds (bfc_bench, gen_trace)"
+
+if [ $rc -eq 0 ]; then
+	BENCH_QUICK=1 make -s -C "$top/bench" O="$O" TOP="$top" bfc \
+		> "$out" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || tail -20 "$out"
+	ok $rc "BENCH_QUICK=1 make -C bench bfc exits 0 (output: $out)"
+
+	missing=""
+	for s in '^1\. Replay speed' '^2\. Fragmentation' '^3\. Failed' \
+		 '^4\. Smallest' '^5\. Scaling' '^6\. Targets' \
+		 'The reads a free cannot skip' '^T1 ' '^T2 ' '^T3 ' '^T4 '; do
+		grep -q "$s" "$out" || missing="$missing '$s'"
+	done
+	[ -z "$missing" ] || echo "# not in the output:$missing"
+	ok "$([ -z "$missing" ]; echo $?)" "every section and target line is printed"
+
+	# printf's nan/inf, alone or as a ratio ("nanx")
+	bad=$(grep -Ei '(^|[^a-z])-?(nan|inf)x?($|[^a-z])' "$out")
+	[ -z "$bad" ] || echo "$bad" | sed 's/^/# /'
+	ok "$([ -z "$bad" ]; echo $?)" "no figure is nan or inf (every median had samples)"
+else
+	n=$((n + 3))
+	fail=$((fail + 3))
+	echo "not ok: the quick run and its output checks (no binary)"
+fi
+
+echo "pass=$pass fail=$fail skip=0" > "$results/bench.counts"
+echo "bench: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
