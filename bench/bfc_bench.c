@@ -1086,11 +1086,11 @@ static void churn_setup(struct churn *c, enum kind k, uint64_t n,
 /* One batch pair: B frees then B allocations.  The first is a warm-up. */
 static void churn_step(struct churn *c)
 {
-	static uint64_t floor_sink;
+	static uint64_t reads_sink;
 	struct live_set *ls = &c->ls;
 	int turn = (int)(c->j % 3);	/* ours: handle, address, floors */
 	int by_addr = c->k == K_TF || turn == 1;
-	int floor = c->k == K_CORE && turn == 2;
+	int reads = c->k == K_CORE && turn == 2;	/* churn_floor.c */
 	uint64_t t0, t1, t2, tb, ts = 0, to = 0, i, half = c->b / 2;
 
 	tb = now_ns();
@@ -1100,13 +1100,13 @@ static void churn_step(struct churn *c)
 		c->sizes[i] = churn_size();
 	}
 	c->rng = rng;
-	if (floor) {
+	if (reads) {
 		/* idx[i] < n - i: a live chunk before any of the frees */
 		uint64_t a = now_ns(), m;
 
-		floor_sink += churn_floor_serial(c->p.core, ls->h, c->idx, half);
+		reads_sink += churn_floor_serial(c->p.core, ls->h, c->idx, half);
 		m = now_ns();
-		floor_sink += churn_floor_overlapped(c->p.core, ls->h,
+		reads_sink += churn_floor_overlapped(c->p.core, ls->h,
 						     c->idx + half, half);
 		ts = m - a;
 		to = now_ns() - m;
@@ -1128,7 +1128,7 @@ static void churn_step(struct churn *c)
 	if (c->j++ == 0)
 		return;
 	c->spent_ns += t2 - tb;
-	if (floor) {
+	if (reads) {
 		c->fs[c->nfl] = (double)ts / (double)half;
 		c->fo[c->nfl++] = (double)to / (double)half;
 	} else if (by_addr) {

@@ -80,6 +80,4 @@ others=$(nm -g --defined-only "$root/lib/libgpupool.a" 2>/dev/null |
 [ -z "$others" ] || echo "# global in the archive beyond gp_*: $others"
 ok "$([ -z "$others" ]; echo $?)" "the static archive defines only gp_* globals"
 
-echo "install: $pass passed, $fail failed, 0 skipped"
-echo "pass=$pass fail=$fail skip=0" > "$results/install.counts"
-[ "$fail" -eq 0 ]
+tap_done install
