@@ -1472,11 +1472,59 @@ static const char *pf(int pass)
 	return pass ? "PASS" : "MISS";
 }
 
+/* Section 6's rows, each under one of two readings of the issue's
+ * targets: as the issue words them (the trace replays), or harder ones
+ * this benchmark adds (uniform churn, T3 trace by trace).  The tally keeps
+ * the two apart, so that a summary line says how each reading fares.
+ */
+enum reading { R_ISSUE, R_BEYOND, NR_READINGS };
+
+struct tally {
+	int rows[NR_READINGS], pass[NR_READINGS];
+	int unmeasured;		/* targets this run has no figures for */
+};
+
+static void target_row(struct tally *t, enum reading r, const char *label,
+		       const char *value, int pass, const char *note)
+{
+	t->rows[r]++;
+	t->pass[r] += pass != 0;
+	printf("      %-7s %-36s %10s   %s%s%s\n",
+	       r == R_ISSUE ? "issue" : "beyond", label, value, pf(pass),
+	       note ? "   " : "", note ? note : "");
+}
+
+/* T1's rows: at most 50 ns an operation. */
+static void t1_row(struct tally *t, enum reading r, const char *label,
+		   double ns, const char *note)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%.1f ns", ns);
+	target_row(t, r, label, v, ns <= 50.0, note);
+}
+
+static void target_ratio(struct tally *t, enum reading r, const char *label,
+			 double x, int pass, const char *note)
+{
+	char v[32];
+
+	snprintf(v, sizeof(v), "%.2fx   ", x);
+	target_row(t, r, label, v, pass, note);
+}
+
+static void target_flag(struct tally *t, enum reading r, const char *label,
+			int pass)
+{
+	target_row(t, r, label, "", pass, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct trace *traces;
 	struct trace_result *res;
 	struct bg_result bg[NR_SCALES];
+	struct tally tl = { { 0 }, { 0 }, 0 };
 	struct churn_result ch[NR_SCALES][2];
 	const struct trace *st = NULL;
 	int nt = 0, i, bad = 0, s, max_scales = NR_SCALES;
@@ -1658,46 +1706,54 @@ int main(int argc, char **argv)
 
 	/* Targets. */
 	printf("\n6. Targets (printed, not asserted)\n");
+	printf("   issue:  the target as the issue words it, on the trace replays: T1 and T2 with N live chunks\n"
+	       "           behind the trace (5 (i)), T3 over all the traces (geometric mean), T4 on every trace.\n"
+	       "   beyond: harder readings added here: uniform churn among N random live chunks (5 (ii); its\n"
+	       "           frees wait on the reads measured there), and T3 trace by trace and at each N.\n");
 	rule();
 	if (cfg.do_scale && cfg.nr_scales >= 3) {
-		double v[5] = { bg[2].ns[0], bg[2].ns[1], ch[2][K_CORE].alloc_ns,
-				ch[2][K_CORE].free_h_ns, ch[2][K_CORE].free_a_ns };
-		static const char *const nm[5] = {
-			"(i) trace op, free by handle", "(i) trace op, free by addr",
-			"(ii) churn allocate", "(ii) churn free by handle",
-			"(ii) churn free by addr",
-		};
+		struct churn_result *c = &ch[2][K_CORE];
+		char reads[96];
 
+		snprintf(reads, sizeof(reads),
+			 "(reads alone %.0f ns serial, %.0f overlapped)",
+			 c->serial_ns, c->overlap_ns);
 		printf("T1  <= 50 ns per allocate or free at 10^5 live chunks\n");
-		for (i = 0; i < 5; i++) {
-			printf("      %-34s %8.1f ns   %s", nm[i], v[i],
-			       pf(v[i] <= 50.0));
-			if (i >= 3)	/* the frees: their reads alone */
-				printf("   (reads alone %.0f ns serial, %.0f overlapped)",
-				       ch[2][K_CORE].serial_ns,
-				       ch[2][K_CORE].overlap_ns);
-			printf("\n");
-		}
+		t1_row(&tl, R_ISSUE, "(i) trace op, free by handle",
+		       bg[2].ns[0], NULL);
+		t1_row(&tl, R_ISSUE, "(i) trace op, free by addr",
+		       bg[2].ns[1], NULL);
+		t1_row(&tl, R_BEYOND, "(ii) churn allocate", c->alloc_ns,
+		       NULL);
+		t1_row(&tl, R_BEYOND, "(ii) churn free by handle",
+		       c->free_h_ns, reads);
+		t1_row(&tl, R_BEYOND, "(ii) churn free by addr",
+		       c->free_a_ns, reads);
 	} else {
 		printf("T1  <= 50 ns per allocate or free at 10^5 live chunks: not measured (needs N = 10^5)\n");
+		tl.unmeasured++;
 	}
 	if (cfg.do_scale && cfg.nr_scales >= 4) {
 		double r1 = bg[3].ns[1] / bg[0].ns[1];
 		double r2 = (ch[3][K_CORE].alloc_ns + ch[3][K_CORE].free_a_ns) /
 			    (ch[0][K_CORE].alloc_ns + ch[0][K_CORE].free_a_ns);
+		char reads[64];
 
+		snprintf(reads, sizeof(reads), "(reads alone, serial %.2fx)",
+			 ch[3][K_CORE].serial_ns / ch[0][K_CORE].serial_ns);
 		printf("T2  ns/op at 10^6 live chunks within 1.5x of 10^3\n");
-		printf("      %-34s %8.2fx      %s\n", "(i) background, trace op",
-		       r1, pf(r1 <= 1.5));
-		printf("      %-34s %8.2fx      %s   (reads alone, serial %.2fx)\n",
-		       "(ii) churn, alloc+free", r2, pf(r2 <= 1.5),
-		       ch[3][K_CORE].serial_ns / ch[0][K_CORE].serial_ns);
+		target_ratio(&tl, R_ISSUE, "(i) background, trace op", r1,
+			     r1 <= 1.5, NULL);
+		target_ratio(&tl, R_BEYOND, "(ii) churn, alloc+free", r2,
+			     r2 <= 1.5, reads);
 	} else {
 		printf("T2  ns/op at 10^6 within 1.5x of 10^3: not measured (needs N = 10^6)\n");
+		tl.unmeasured++;
 	}
 	if (cfg.do_replay) {
 		double mn = INFINITY, mnh = INFINITY, ga = 0, gh = 0;
 		const char *w = "", *wh = "";
+		char lowest[64];
 
 		for (i = 0; i < nt; i++) {
 			double ra = res[i].ns[V_TF] / res[i].ns[V_CORE_A];
@@ -1715,22 +1771,21 @@ int main(int argc, char **argv)
 			}
 		}
 		printf("T3  >= 3x faster than the TF-structured baseline\n");
-		printf("      %-34s %8.2fx      %s   (lowest: %s)\n",
-		       "replay, every trace, free by addr", mn, pf(mn >= 3.0), w);
-		printf("      %-34s %8.2fx      %s   (lowest: %s)\n",
-		       "replay, every trace, free by handle", mnh, pf(mnh >= 3.0),
-		       wh);
-		/* The issue says "on every trace" of fragmentation only; the
-		 * speed target read over all the traces at once, as a
+		/* The issue says "on every trace" of fragmentation only; its
+		 * speed target is read over all the traces at once, as a
 		 * geometric mean of the per-trace ratios (each trace weighs
 		 * the same, whatever its length).
 		 */
-		printf("      %-34s %8.2fx      %s\n",
-		       "replay, geo. mean, free by addr", exp(ga),
-		       pf(exp(ga) >= 3.0));
-		printf("      %-34s %8.2fx      %s\n",
-		       "replay, geo. mean, free by handle", exp(gh),
-		       pf(exp(gh) >= 3.0));
+		target_ratio(&tl, R_ISSUE, "replay, geo. mean, free by addr",
+			     exp(ga), exp(ga) >= 3.0, NULL);
+		target_ratio(&tl, R_ISSUE, "replay, geo. mean, free by handle",
+			     exp(gh), exp(gh) >= 3.0, NULL);
+		snprintf(lowest, sizeof(lowest), "(lowest: %s)", w);
+		target_ratio(&tl, R_BEYOND, "replay, every trace, free by addr",
+			     mn, mn >= 3.0, lowest);
+		snprintf(lowest, sizeof(lowest), "(lowest: %s)", wh);
+		target_ratio(&tl, R_BEYOND, "replay, every trace, free by handle",
+			     mnh, mnh >= 3.0, lowest);
 		mn = INFINITY;
 		for (i = 0; i < nt; i++) {
 			if (net_ratio(&res[i]) < mn) {
@@ -1738,8 +1793,8 @@ int main(int argc, char **argv)
 				w = res[i].t->name;
 			}
 		}
-		printf("      (for information: net of the replay loop, lowest %.2fx on %s; the target is\n"
-		       "       read on the whole ns/op above)\n", mn, w);
+		printf("               (for information: net of the replay loop, lowest %.2fx on %s; the\n"
+		       "                rows above are read on the whole ns/op)\n", mn, w);
 		if (cfg.do_scale) {
 			for (s = 0; s < cfg.nr_scales; s++) {
 				double r = bg[s].ns[2] / bg[s].ns[1];
@@ -1747,7 +1802,7 @@ int main(int argc, char **argv)
 
 				snprintf(l, sizeof(l), "(i) background, N=%llu",
 					 (unsigned long long)scales[s]);
-				printf("      %-34s %8.2fx      %s\n", l, r, pf(r >= 3.0));
+				target_ratio(&tl, R_BEYOND, l, r, r >= 3.0, NULL);
 			}
 			for (s = 0; s < cfg.nr_scales; s++) {
 				double r = (ch[s][K_TF].alloc_ns + ch[s][K_TF].free_a_ns) /
@@ -1756,9 +1811,11 @@ int main(int argc, char **argv)
 
 				snprintf(l, sizeof(l), "(ii) churn, N=%llu",
 					 (unsigned long long)scales[s]);
-				printf("      %-34s %8.2fx      %s\n", l, r, pf(r >= 3.0));
+				target_ratio(&tl, R_BEYOND, l, r, r >= 3.0, NULL);
 			}
 		}
+	} else {
+		tl.unmeasured++;
 	}
 	if (cfg.do_frag) {
 		int ok_r = 1, ok_f = 1, ok_m = 1, m;
@@ -1778,10 +1835,19 @@ int main(int argc, char **argv)
 				(r->min_pool[K_CORE] <= r->min_pool[K_TF] ||
 				 !r->min_pool[K_TF]);
 		}
-		printf("      %-34s %s\n", "peak reserved (growth), ours <= TF", pf(ok_r));
-		printf("      %-34s %s\n", "fixed-pool failures, ours <= TF", pf(ok_f));
-		printf("      %-34s %s\n", "smallest fixed pool, ours <= TF", pf(ok_m));
+		target_flag(&tl, R_ISSUE, "peak reserved (growth), ours <= TF", ok_r);
+		target_flag(&tl, R_ISSUE, "fixed-pool failures, ours <= TF", ok_f);
+		target_flag(&tl, R_ISSUE, "smallest fixed pool, ours <= TF", ok_m);
+	} else {
+		tl.unmeasured++;
 	}
+	rule();
+	printf("The issue's targets as worded: %d of %d rows PASS.  Beyond them: %d of %d PASS.\n",
+	       tl.pass[R_ISSUE], tl.rows[R_ISSUE], tl.pass[R_BEYOND],
+	       tl.rows[R_BEYOND]);
+	if (tl.unmeasured)
+		printf("%d of the 4 targets not measured in this run (options or BENCH_QUICK).\n",
+		       tl.unmeasured);
 	rule();
 	print_loadavg("at end");
 

@@ -35,11 +35,12 @@ if [ $rc -eq 0 ]; then
 	missing=""
 	for s in '^1\. Replay speed' '^2\. Fragmentation' '^3\. Failed' \
 		 '^4\. Smallest' '^5\. Scaling' '^6\. Targets' \
-		 'The reads a free cannot skip' '^T1 ' '^T2 ' '^T3 ' '^T4 '; do
+		 'The reads a free cannot skip' '^T1 ' '^T2 ' '^T3 ' '^T4 ' \
+		 '^The issue.s targets as worded: [0-9]* of [0-9]* rows PASS'; do
 		grep -q "$s" "$out" || missing="$missing '$s'"
 	done
 	[ -z "$missing" ] || echo "# not in the output:$missing"
-	ok "$([ -z "$missing" ]; echo $?)" "every section and target line is printed"
+	ok "$([ -z "$missing" ]; echo $?)" "every section, target line and the targets' tally is printed"
 
 	# printf's nan/inf, alone or as a ratio ("nanx")
 	bad=$(grep -Ei '(^|[^a-z])-?(nan|inf)x?($|[^a-z])' "$out")
