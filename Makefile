@@ -7,8 +7,24 @@
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 include $(TOP)/mk/common.mk
 
-KVER ?= $(shell $(TOP)/scripts/default-kver.sh)
+# Looked up once (not on every use), quietly: with no headers installed it is
+# empty, and the targets that need a kernel say what to do (need_kernel).
+ifeq ($(origin KVER),undefined)
+KVER := $(shell $(TOP)/scripts/default-kver.sh 2>/dev/null)
+endif
 KDIR ?= /lib/modules/$(KVER)/build
+define need_kernel
+	@if [ -z "$(KVER)" ]; then \
+		echo 'gpupool: no kernel headers are installed (nothing in /lib/modules/*/build),'; \
+		echo 'so gpupool.ko cannot be built.  Either:'; \
+		echo '  make deps                      install the headers and everything else the'; \
+		echo '                                 build and the tests need (apt-get, as root)'; \
+		echo '  make module KVER=<release>     build against /lib/modules/<release>/build'; \
+		echo '  make lib tools                 build only the library and the tools'; \
+		echo '(make demo and make check run make deps themselves.)'; \
+		exit 1; \
+	fi >&2
+endef
 # The kernels every `make check` tests: Debian's 6.1 and 6.12.
 TEST_KVERS = $(shell $(TOP)/vm/kernels.sh)
 
@@ -36,6 +52,7 @@ deps:
 	@$(TOP)/scripts/deps.sh
 
 module:
+	$(need_kernel)
 	@$(TOP)/scripts/build-module.sh $(KVER) $(O)/kmod/$(KVER) $(KDIR)
 
 modules-all:
