@@ -14,12 +14,19 @@ set -eu
 # Debian's /usr/bin/python3), pkg-config (the install check); zstd unpacks the 6.12
 # kernel image for the VM's fast (PVH) boot.  libclang-rt-14-dev: clang's
 # libFuzzer and sanitizer runtimes (only a Recommends of clang's packages).
+# python3-torch (Debian's 1.13, CPU-only): the DataLoader integration's tests
+# and benchmark.  fio: the reference the file-reading benchmark compares with;
+# e2fsprogs: mkfs.ext4 for the in-VM O_DIRECT tests.  debhelper, dh-dkms,
+# lintian: the Debian packages and their checks; prometheus: promtool, which
+# checks the exported metrics; python3-yaml: parses the YAML in the tree.
 pkgs="build-essential clang libclang-rt-14-dev bc flex bison cpio kmod xz-utils zstd
       libelf-dev libssl-dev
       qemu-system-x86 busybox-static
       linux-image-amd64 linux-headers-amd64 linux-source-6.1
       dkms liburing-dev python3 python3-numpy python3-pip python3-setuptools
-      pkg-config"
+      pkg-config
+      python3-torch fio e2fsprogs
+      debhelper dh-dkms lintian prometheus python3-yaml"
 
 have() { dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
