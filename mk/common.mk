@@ -3,6 +3,9 @@
 
 TOP   ?= $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 O     ?= $(TOP)/build
+# A relative O= means relative to where make was started; the sub-makes run
+# in other directories, so pass it on as an absolute path.
+override O := $(abspath $(O))
 CC    ?= cc
 CXX   ?= c++
 

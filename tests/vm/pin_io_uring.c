@@ -25,7 +25,6 @@
 #include "pool_lib.h"
 
 #define CH	(256 * KiB)
-#define RAM	"/dev/ram0"
 
 struct ring {
 	int fd;
@@ -178,13 +177,6 @@ TEST_F(pin, longterm_pin_allowed)
 		EXPECT_EQ(0, gp_pool().quarantined);
 }
 
-static int ramdisk(int flags)
-{
-	if (access(RAM, F_OK) && system("modprobe brd rd_nr=1 rd_size=4096"))
-		return -ENODEV;
-	return open(RAM, flags | O_CLOEXEC);
-}
-
 TEST_F(pin, read_fixed_odirect)
 {
 	unsigned char *src = NULL;
@@ -193,7 +185,7 @@ TEST_F(pin, read_fixed_odirect)
 	if (self->reg == -EOPNOTSUPP)
 		GP_SKIP("io_uring on this kernel takes no file-backed buffers");
 	ASSERT_EQ(0, self->reg);
-	dev = ramdisk(O_RDWR | O_DIRECT);
+	dev = gp_ramdisk(O_RDWR | O_DIRECT);
 	if (dev < 0)
 		GP_SKIP("no ramdisk (brd) for O_DIRECT: %s", strerror(-dev));
 	ASSERT_EQ(0, posix_memalign((void **)&src, 4096, CH));
@@ -219,7 +211,7 @@ TEST_F(pin, freed_while_pinned_is_quarantined)
 	if (self->reg == -EOPNOTSUPP)
 		GP_SKIP("io_uring on this kernel takes no file-backed buffers");
 	ASSERT_EQ(0, self->reg);
-	dev = ramdisk(O_RDWR | O_DIRECT);
+	dev = gp_ramdisk(O_RDWR | O_DIRECT);
 	if (dev < 0)
 		GP_SKIP("no ramdisk (brd) for O_DIRECT: %s", strerror(-dev));
 	for (i = 0; i < (int)CH; i++)

@@ -138,6 +138,24 @@ static inline void *gp_map(int fd, uint64_t handle, uint64_t size)
 }
 
 /*
+ * The brd ramdisk /dev/ram0, opened with flags (O_DIRECT works on it; the
+ * VM's 9p root and tmpfs /tmp take no O_DIRECT).  Built into the debug
+ * kernel (64 MiB from boot); a module on Debian's kernels, loaded here with
+ * 16 MiB when absent.  The fd, or -errno.
+ */
+#define GP_RAMDISK	"/dev/ram0"
+static inline int gp_ramdisk(int flags)
+{
+	int fd;
+
+	if (access(GP_RAMDISK, F_OK) &&
+	    system("modprobe brd rd_nr=1 rd_size=16384"))
+		return -ENODEV;
+	fd = open(GP_RAMDISK, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
  * Wait (up to ms) until nothing is being zeroed; with quarantine too, until
  * nothing is quarantined either.  0 when quiet, -ETIMEDOUT otherwise.
  */
