@@ -144,8 +144,10 @@ for k in $kvers; do
 		--env GPUPOOL_BACKEND=kernel --tests "$O/tests/lib" \
 		--build-dir "$O" --quiet || status=1
 	step "Python package on the kernel backend, in the VM on $k"
+	# per_process_limit: what the torch tests' oversized batch runs into.
 	vm "py-$k" --kernel "$k" \
-		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
+		--ko "$O/kmod/$k/gpupool.ko" \
+		--load "pool_size=256M per_process_limit=128M" \
 		--env GPUPOOL_BACKEND=kernel \
 		--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
 		--env GPUPOOL_CTL="$O/tools/gpupoolctl" \
