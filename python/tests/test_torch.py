@@ -386,38 +386,33 @@ class TorchLoaderTest(unittest.TestCase):
 class TorchModuleTest(unittest.TestCase):
     """The module's own contract: imports, versions, the old name."""
 
-    def run_py(self, code):
+    def import_error(self, fake_torch):
+        """The ImportError of `import gpupool.torch` in a python whose
+        sys.modules['torch'] is fake_torch (an expression)."""
+        code = ("import sys, types\n"
+                "sys.modules['torch'] = %s\n"
+                "import gpupool\n"
+                "try:\n"
+                "    import gpupool.torch\n"
+                "except ImportError as e:\n"
+                "    print('ImportError:', e)\n" % fake_torch)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.path.dirname(os.path.dirname(gpupool.__file__))
-        return subprocess.run([sys.executable, "-c", code], env=env,
-                              capture_output=True, text=True, timeout=120)
+        r = subprocess.run([sys.executable, "-c", code], env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(0, r.returncode, r.stderr)
+        self.assertIn("ImportError:", r.stdout)
+        return r.stdout
 
     @vm_skip("no backend involved")
     def test_without_torch(self):
-        r = self.run_py(
-            "import sys; sys.modules['torch'] = None\n"
-            "import gpupool\n"
-            "try:\n"
-            "    import gpupool.torch\n"
-            "except ImportError as e:\n"
-            "    print('ImportError:', e)\n")
-        self.assertEqual(0, r.returncode, r.stderr)
-        self.assertIn("ImportError:", r.stdout)
-        self.assertIn("python3-torch", r.stdout)
+        self.assertIn("python3-torch", self.import_error("None"))
 
     @vm_skip("no backend involved")
     def test_old_torch(self):
-        r = self.run_py(
-            "import sys, types\n"
-            "sys.modules['torch'] = types.SimpleNamespace(__version__="
-            "'1.12.1')\n"
-            "try:\n"
-            "    import gpupool.torch\n"
-            "except ImportError as e:\n"
-            "    print('ImportError:', e)\n")
-        self.assertEqual(0, r.returncode, r.stderr)
-        self.assertIn("torch >= 1.13", r.stdout)
-        self.assertIn("1.12.1", r.stdout)
+        out = self.import_error("types.SimpleNamespace(__version__='1.12.1')")
+        self.assertIn("torch >= 1.13", out)
+        self.assertIn("1.12.1", out)
 
     @vm_skip("no backend involved")
     def test_cuda_allocator_needs_torch_2(self):
