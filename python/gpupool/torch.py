@@ -265,21 +265,20 @@ def _rebuild(token, backend, dupfd, nbytes, skeleton):
 
 
 class _PinnedBatch:
-    """What a worker's collate returns: the chunk and where each tensor
-    lies in it.  Pickled (by the DataLoader's result queue) as a duplicate
-    of the chunk's descriptor; unpickled as the batch itself."""
+    """What a worker's collate returns: a descriptor of the chunk (which
+    keeps its memory) and where each tensor lies in it.  Pickled (by the
+    DataLoader's result queue) as a duplicate of that descriptor;
+    unpickled as the batch itself.  The descriptor is closed when this
+    object goes, once pickled."""
 
-    def __init__(self, pool, buf, nbytes, skeleton, token, backend):
-        self.pool, self.buf, self.nbytes = pool, buf, nbytes
-        self.skeleton, self.token, self.backend = skeleton, token, backend
+    def __init__(self, fd, nbytes, skeleton, token, backend):
+        self.fd, self.nbytes, self.skeleton = fd, nbytes, skeleton
+        self.token, self.backend = token, backend
+        weakref.finalize(self, os.close, fd)
 
     def __reduce__(self):
-        fd = self.pool.export(self.buf)
-        try:
-            dupfd = reduction.DupFd(fd)
-        finally:
-            os.close(fd)
-        return (_rebuild, (self.token, self.backend, dupfd, self.nbytes,
+        return (_rebuild, (self.token, self.backend,
+                           reduction.DupFd(self.fd), self.nbytes,
                            self.skeleton))
 
 
@@ -362,7 +361,17 @@ class PinnedCollate:
         if not in_worker:
             del buf, base        # the tensors hold the memory
             return _walk(skeleton, _is_slot, lambda s: outs[id(s)])
+        # The descriptor is made here, not when the result queue's thread
+        # pickles the batch, so that a failure reaches the DataLoader as
+        # this worker's error (a failing pickle would lose the batch).
+        # It keeps the memory: the worker's mapping goes now.
         del outs, base
-        return _PinnedBatch(pool, buf, total, skeleton, self._token,
-                            self._backend)
+        try:
+            fd = pool.export(buf)
+        except GpupoolError as e:
+            raise GpupoolError(
+                e.errno, "gpupool.torch.PinnedCollate: cannot share a batch "
+                "of %s: %s" % (_fmt(total), e.strerror or e)) from None
+        del buf
+        return _PinnedBatch(fd, total, skeleton, self._token, self._backend)
 
