@@ -4,9 +4,9 @@
     make -C bench torch          (TORCH_BENCH_MIB: data per case, default 512)
 
 A real torch.utils.data.DataLoader, 4 workers (fork), batches of 1, 16 and
-64 MiB of uint8 (16 synthetic samples each: views of a tensor the worker
-made once, so making a sample costs nothing and every byte written is a
-copy the loader makes).
+64 MiB of uint8 (16 synthetic samples each: views of a tensor made before the workers
+fork, so making a sample costs nothing and every byte written is a copy
+the loader makes).
 
   (a) stock: default_collate (the worker stacks the batch into torch's
       shared memory), then in the training process the copy into pinned
@@ -19,13 +19,17 @@ copy the loader makes).
 Printed per case: GB/s delivered (best of TORCH_BENCH_REPS runs, from the
 first batch to the last), bytes copied per byte delivered, peak RSS of the
 process tree (the sum over the training process and its workers, sampled
-every 20 ms; shared pages count in every process that maps them).  Copies
+every 20 ms; shared pages count in every process that maps them), CPU
+seconds per GB delivered (the process tree's user + system time over the
+whole run, worker start included: less sensitive to a loaded machine than
+GB/s).  Copies
 are counted where they happen: the worker's stack (both), the hand copy
 (a), plus one more if the batch reached the training process anywhere but
 in the segment the worker wrote (read from /proc/self/maps).
 """
 import gc
 import os
+import resource
 import sys
 import threading
 import time
@@ -46,17 +50,17 @@ TARGETS = {1: 1.0, 16: 1.5, 64: 1.5}
 
 
 class Synthetic(Dataset):
+    """Samples are views of one tensor made here, before the workers are
+    forked (they share its pages): making a sample writes nothing."""
+
     def __init__(self, n, sample_bytes):
         self.n, self.sample_bytes = n, sample_bytes
-        self.src = None
+        self.src = torch.full((4 * sample_bytes,), 7, dtype=torch.uint8)
 
     def __len__(self):
         return self.n
 
     def __getitem__(self, i):
-        if self.src is None:            # once per worker
-            self.src = torch.arange(4 * self.sample_bytes,
-                                    dtype=torch.int64).to(torch.uint8)
         k = i % 4
         return self.src[k * self.sample_bytes:(k + 1) * self.sample_bytes]
 
@@ -97,6 +101,15 @@ class RssSampler(threading.Thread):
             self.peak = max(self.peak, tree_rss_kb(me))
 
 
+def cpu_seconds():
+    """User + system CPU of this process and its reaped children."""
+    t = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        t += r.ru_utime + r.ru_stime
+    return t
+
+
 def mapping_of(addr):
     with open("/proc/self/maps") as f:
         for line in f:
@@ -129,6 +142,7 @@ def run(mode, pool, batch_mib, total_mib):
     delivered = 0
     sampler = RssSampler()
     sampler.start()
+    cpu0 = cpu_seconds()
     t0 = None
     for i, batch in enumerate(dl):
         if i == 0:
@@ -146,9 +160,12 @@ def run(mode, pool, batch_mib, total_mib):
     dt = time.perf_counter() - t0
     sampler.stop.set()
     sampler.join()
-    del dl, pinned
+    peak = sampler.peak
+    del dl, pinned, sampler
     gc.collect()
-    return delivered / dt / 1e9, copies / delivered, sampler.peak, path
+    cpu = cpu_seconds() - cpu0      # the workers' too, once reaped
+    return (delivered / dt / 1e9, copies / delivered, peak,
+            cpu / (nbatches * batch_bytes / 1e9), path)
 
 
 def main():
@@ -162,8 +179,9 @@ def main():
           % (torch.__version__, "available" if torch.cuda.is_available()
              else "absent: (a)'s pin copy made by hand into a pool buffer",
              backend, WORKERS, SAMPLES, total_mib, reps))
-    print("%-6s %-6s %8s %8s %12s  %s" % ("batch", "case", "GB/s", "copies",
-                                        "peak RSS", "batch delivered in"))
+    print("%-6s %-6s %8s %8s %12s %9s  %s"
+          % ("batch", "case", "GB/s", "copies", "peak RSS", "CPU s/GB",
+             "batch delivered in"))
     results = {}
     for mib in SIZES_MIB:
         best = {}
@@ -173,10 +191,10 @@ def main():
                 if mode not in best or r[0] > best[mode][0]:
                     best[mode] = r
         for mode in ("a", "b"):
-            gbs, cp, rss, path = best[mode]
-            print("%-6s %-6s %8.2f %8.2f %9.0f MiB  %s"
+            gbs, cp, rss, cpu, path = best[mode]
+            print("%-6s %-6s %8.2f %8.2f %8.0f MiB %9.2f  %s"
                   % ("%d MiB" % mib, "(%s)" % mode, gbs, cp, rss / 1024.0,
-                     path or "(anonymous)"))
+                     cpu, path or "(anonymous)"))
         results[mib] = best
     print()
     passed = 0
