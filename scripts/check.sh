@@ -120,6 +120,7 @@ vm() {
 	return 1
 }
 
+torch_k=$(echo "$kvers" | tail -n 1)
 for k in $kvers; do
 	step "VM suite on $k"
 	vm "$k" --kernel "$k" --ko "$O/kmod/$k/gpupool.ko" \
@@ -150,6 +151,21 @@ for k in $kvers; do
 		--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
 		--env GPUPOOL_CTL="$O/tools/gpupoolctl" \
 		--tests "$top/python/tests" --build-dir "$O" --quiet || status=1
+	# PyTorch's DataLoader on the kernel backend: only what that backend
+	# changes (test_torch.py skips the rest in a VM).  Importing torch
+	# under TCG is most of its 4 to 6 minutes, so it runs on the newest
+	# kernel only unless TORCH_VM_KERNELS=all.
+	if [ "${TORCH_VM_KERNELS:-}" = all ] || [ "$k" = "$torch_k" ]; then
+		step "PyTorch's DataLoader on the kernel backend, in the VM on $k"
+		vm "pytorch-$k" --kernel "$k" \
+			--ko "$O/kmod/$k/gpupool.ko" \
+			--load "pool_size=256M per_process_limit=128M" \
+			--env GPUPOOL_BACKEND=kernel \
+			--env GPUPOOL_PY_TESTS=test_torch.py \
+			--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
+			--test-timeout 840 --timeout 900 \
+			--tests "$top/python/tests" --build-dir "$O" --quiet || status=1
+	fi
 done
 
 step "the debug kernel: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection"

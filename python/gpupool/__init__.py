@@ -25,6 +25,19 @@ _BACKENDS = {None: GP_BACKEND_AUTO, "auto": GP_BACKEND_AUTO,
              "kernel": GP_BACKEND_KERNEL, "user": GP_BACKEND_USER}
 
 
+# Address ranges of this process's live Buffers (ptr -> size), for
+# gpupool.torch.is_pool_tensor.
+_spans = {}
+_spans_lock = threading.Lock()
+
+
+def _owns(addr):
+    """Whether addr lies in a live Buffer of this process."""
+    with _spans_lock:
+        spans = list(_spans.items())
+    return any(p <= addr < p + n for p, n in spans)
+
+
 class _Ctx:
     """The gp_ctx handle.  Every Buffer holds a reference, so the context
     is closed (gp_close) only after the pool and all its buffers are gone."""
@@ -64,9 +77,13 @@ class Buffer:
         # finalizer returns the memory to the pool.
         self._arr = (ctypes.c_ubyte * size).from_address(ptr)
         self._fin = weakref.finalize(self._arr, Buffer._release, ctx, ptr)
+        with _spans_lock:
+            _spans[ptr] = size
 
     @staticmethod
     def _release(ctx, ptr):
+        with _spans_lock:
+            _spans.pop(ptr, None)
         if os.getpid() == ctx.pid:     # not in a fork()ed child: see _Ctx
             lib.gp_host_free(ctx.handle, ptr)
 
