@@ -13,7 +13,9 @@
 #      kmemleak; scripts/debug-kernel.sh builds it once, then reuses it:
 #      in the background, at the lowest CPU priority, from the start, so
 #      that it takes only what the other suites leave idle)
-#   5. the DKMS check for both kernels
+#   5. the Debian packages: built, lintian, installed here (DKMS builds the
+#      module for both kernels), upgraded from an older build, the installed
+#      module loaded in a VM per kernel, purged (scripts/deb-check.sh)
 #   (the library's tests run on the user backend here and again, on the
 #   kernel backend, inside the VM on each kernel)
 # The last line printed is the sum over all suites: `N passed, N failed,
@@ -177,9 +179,9 @@ else
 	status=1
 fi
 
-step "DKMS"
+step "Debian packages: lintian, install, DKMS, upgrade, a VM loading the installed module, purge"
 # shellcheck disable=SC2086
-"$top/scripts/dkms-check.sh" $kvers || status=1
+"$top/scripts/deb-check.sh" $kvers || status=1
 
 echo
 echo "check: $(( $(date +%s) - t0 )) s in all"
