@@ -101,6 +101,9 @@ GPUPOOL_BACKEND=user GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
 step "make install into a staging root; a program built against it with pkg-config"
 "$top/scripts/install-check.sh" || status=1
 
+step "the YAML in the tree (Kubernetes manifests): parsed and checked"
+/usr/bin/python3 "$top/scripts/yaml-check.py" --counts "$results/yaml.counts" || status=1
+
 step "the VM harness's own judge (synthetic logs, no VM)"
 python3 "$top/vm/selftest-vmreport.py" --counts "$results/vmreport-selftest.counts" || status=1
 
