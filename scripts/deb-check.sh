@@ -127,7 +127,7 @@ r=$?
 [ $r -eq 0 ] || tail -n 20 "$log"
 ok $r "hello_pool built with the installed pkg-config file runs (user backend)"
 # Byte-compiles, as an import by root does: purge must remove that too.
-/usr/bin/python3 -c 'import gpupool; print(gpupool.__file__)' >> "$log" 2>&1
+env -u PYTHONDONTWRITEBYTECODE /usr/bin/python3 -c 'import gpupool; print(gpupool.__file__)' >> "$log" 2>&1
 ok $? "python3 imports the installed gpupool"
 
 # --- the VMs -----------------------------------------------------------------
