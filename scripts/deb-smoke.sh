@@ -19,9 +19,10 @@ ok() {
 }
 cd /
 
-# /etc is the host's and read-only here; modprobe also reads /run/modprobe.d.
+# /etc is the host's and read-only here; modprobe also reads /run/modprobe.d
+# (under another name than the package's example, which would shadow it).
 mkdir -p /run/modprobe.d
-echo "options gpupool pool_size=64M per_process_limit=16M" > /run/modprobe.d/gpupool.conf
+echo "options gpupool pool_size=64M per_process_limit=16M" > /run/modprobe.d/gpupool-smoke.conf
 path=$(modinfo -n gpupool 2>&1)
 echo "# modinfo -n gpupool: $path"
 case $path in /lib/modules/"$rel"/updates/dkms/gpupool.ko*) r=0 ;; *) r=1 ;; esac
@@ -49,7 +50,7 @@ if command -v promtool >/dev/null; then
 	ok $? "promtool check metrics"
 fi
 
-ldd "$hello" | grep -q "libgpupool.so.1 => /usr/lib/.*/libgpupool.so.1"
+ldd "$hello" | grep -Eq "libgpupool.so.1 => (/usr)?/lib/[^ ]*/libgpupool.so.1 "
 ok $? "hello_pool uses the installed libgpupool.so.1"
 GPUPOOL_BACKEND=kernel "$hello" 4K 1M 3M
 ok $? "hello_pool on the kernel backend"
