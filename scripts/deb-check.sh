@@ -70,13 +70,16 @@ debs() {	# the packages a machine installs (no debug symbols)
 
 # --- install, upgrade --------------------------------------------------------
 # System directories where packages put files (and where their scripts or
-# DKMS make more); dpkg's own status and apt's logs change by design.
+# DKMS make more); dpkg's own status and apt's logs change by design, and
+# DKMS makes its module-signing key (/var/lib/dkms/mok.*) at its first
+# build on a machine and keeps it for every module: the dkms package's.
 snapshot() {
 	find /etc /usr /lib /var/lib /opt /boot -xdev \
 		-path /var/lib/apt -prune -o -path /var/lib/dpkg -prune -o \
 		-path /var/lib/systemd -prune -o -path /var/lib/ucf -prune -o \
 		-name __pycache__ -path '/usr/lib/python3/dist-packages/*' -print -prune -o \
 		-path '/usr/lib/python3*/__pycache__' -prune -o \
+		-path '/var/lib/dkms/mok.*' -prune -o \
 		-print 2>/dev/null | LC_ALL=C sort
 }
 snapshot > "$work/files.before"
