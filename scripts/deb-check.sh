@@ -50,6 +50,11 @@ mkdir -p "$work"
 log=$work/log
 
 # --- build and lintian -------------------------------------------------------
+# One version: the packages', the module's (debian/rules writes it into the
+# DKMS sources), the library's and the tools' (the VERSION file).
+[ "$ver" = "$(cat "$top/VERSION")" ] &&
+	grep -q "^PACKAGE_VERSION=\"$ver\"$" "$top/dkms.conf"
+ok $? "debian/changelog, VERSION and dkms.conf say the same version ($ver)"
 O=$O "$top/scripts/deb.sh" > "$work/deb.out" 2>&1
 r=$?
 [ $r -eq 0 ] || cat "$work/deb.out"
