@@ -4,7 +4,7 @@
 #   1. host unit tests (ASan + UBSan), the library's tests, ThreadSanitizer
 #      and libFuzzer runs (bounded, seeded), the tools tests, the BFC
 #      benchmark's quick run (it must build and finish; no speed asserted),
-#      the Python tests
+#      the Python tests, the YAML in the tree (scripts/yaml-check.py)
 #   2. checkpatch on the kernel code
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
