@@ -97,6 +97,10 @@ dkms_has() {	# VERSION KERNEL: gpupool VERSION installed for KERNEL
 	dkms status -m gpupool -v "$1" -k "$2" 2>/dev/null | grep -q ': installed'
 }
 
+# Interrupted after installing: purge, so that the next run is not skipped
+# for finding gpupool installed.
+# shellcheck disable=SC2086
+trap 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -q $pkgs >> "$log" 2>&1; exit 130' INT TERM
 # shellcheck disable=SC2046
 apt_install $(debs "$work/prev")
 r=$?
@@ -158,6 +162,7 @@ DEBIAN_FRONTEND=noninteractive apt-get purge -y -q $pkgs >> "$log" 2>&1
 r=$?
 [ $r -eq 0 ] || tail -n 40 "$log"
 ok $r "apt-get purge"
+trap - INT TERM
 snapshot > "$work/files.after"
 diff "$work/files.before" "$work/files.after" > "$work/files.diff"
 r=$?
