@@ -31,7 +31,7 @@ TEST_KVERS = $(shell $(TOP)/vm/kernels.sh)
 SUBMAKE = $(MAKE) --no-print-directory O=$(O) TOP=$(TOP)
 
 .PHONY: all module modules-all ksft lib tools tests demo check bench deps \
-	checkpatch install vm-test vm-shell clean help
+	checkpatch install vm-test vm-shell deb clean help
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -47,6 +47,7 @@ help:
 	@echo 'make modules-all   build gpupool.ko for every kernel the tests use'
 	@echo 'make checkpatch    run the kernel'"'"'s checkpatch.pl on kmod/'
 	@echo 'make deps          install build/test dependencies (apt-get as root)'
+	@echo 'make deb           the Debian packages, into $(O)/deb/'
 
 deps:
 	@$(TOP)/scripts/deps.sh
@@ -102,6 +103,10 @@ bench:
 	@$(SUBMAKE) -C bench lib
 	@$(SUBMAKE) -C bench loader
 	@$(SUBMAKE) -C bench kmod
+
+# The Debian packages (dpkg-buildpackage on a copy of the tree) in $(O)/deb/.
+deb:
+	@O=$(O) $(TOP)/scripts/deb.sh
 
 checkpatch: ksft
 	@$(TOP)/scripts/checkpatch.sh

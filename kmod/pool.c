@@ -33,6 +33,9 @@
 
 #include "gpupool.h"
 
+#define CREATE_TRACE_POINTS
+#include "gpupool_trace.h"
+
 /* How often quarantined chunks are checked again. */
 #define GP_QUARANTINE_RECHECK	(HZ / 10)
 
@@ -113,6 +116,9 @@ static int gp_node_grow(struct gp_node *n, u64 size, unsigned long seen_blocks)
 	spin_lock(&n->stat_lock);
 	n->c.growths++;
 	spin_unlock(&n->stat_lock);
+	trace_gpupool_grow((u64)got << GP_BLOCK_SHIFT,
+			   (u64)(have + got) << GP_BLOCK_SHIFT, n->nid,
+			   task_tgid_nr(current));
 	pr_info("node %d: grew by %lu MiB to %lu MiB\n", n->nid,
 		got << (GP_BLOCK_SHIFT - 20),
 		(have + got) << (GP_BLOCK_SHIFT - 20));
@@ -252,6 +258,7 @@ void gp_pool_count_failure(int nid)
 int gp_pool_alloc(u64 size, int nid, bool strict_node,
 		  struct gp_holder *holder, struct gp_chunk **out)
 {
+	u64 t0 = ktime_get_ns();
 	struct gp_node *first;
 	struct gp_chunk *c;
 	unsigned long seen;
@@ -288,6 +295,9 @@ int gp_pool_alloc(u64 size, int nid, bool strict_node,
 		if (gp_nodes[i] != first)
 			ret = gp_node_alloc(gp_nodes[i], size, c);
 out:
+	trace_gpupool_alloc(size, ret ? 0 : c->size,
+			    ret ? first->nid : c->node->nid,
+			    pid_nr(holder->tgid), ktime_get_ns() - t0, ret);
 	if (ret) {
 		if (ret == -ENOMEM)
 			gp_pool_count_failure(first->nid);
@@ -345,6 +355,7 @@ void gp_pool_release_chunk(struct gp_chunk *c)
 {
 	struct gp_node *n = c->node;
 
+	trace_gpupool_free(c->size, n->nid, pid_nr(c->holder->tgid));
 	atomic64_sub(c->size, &gp_live_bytes);
 	spin_lock(&n->stat_lock);
 	n->c.live_bytes -= c->size;
@@ -401,12 +412,14 @@ static void gp_chunk_return(struct gp_chunk *c)
 	mutex_unlock(&n->lock);
 	wake_up_all(&n->zero_wait);
 
+	trace_gpupool_zeroed(c->size, n->nid, pid_nr(c->holder->tgid));
 	gp_holder_put(c->holder);
 	kfree(c);
 }
 
 static void gp_quarantine(struct gp_node *n, struct gp_chunk *c)
 {
+	trace_gpupool_quarantine(c->size, n->nid, pid_nr(c->holder->tgid));
 	spin_lock(&n->stat_lock);
 	n->c.zeroing_bytes -= c->size;
 	n->c.zeroing_chunks--;

@@ -2,7 +2,7 @@
 /*
  * proc.c - /proc/gpupool: the pool's state for anyone to read, in the style
  * of /proc/meminfo (`Key: value`, sizes in kB).  Every field is described
- * in README.md (/proc/gpupool).  Field names are ABI: add, never rename.
+ * in docs/proc-gpupool.md.  Field names are ABI: add, never rename.
  *
  * Holder lines name other users' processes (pid and command, as
  * /proc/<pid>/stat does); a reader whose file was opened without

@@ -4,7 +4,7 @@
 #   1. host unit tests (ASan + UBSan), the library's tests, ThreadSanitizer
 #      and libFuzzer runs (bounded, seeded), the tools tests, the BFC
 #      benchmark's quick run (it must build and finish; no speed asserted),
-#      the Python tests
+#      the Python tests, the YAML in the tree (scripts/yaml-check.py)
 #   2. checkpatch on the kernel code
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
@@ -13,7 +13,9 @@
 #      kmemleak; scripts/debug-kernel.sh builds it once, then reuses it:
 #      in the background, at the lowest CPU priority, from the start, so
 #      that it takes only what the other suites leave idle)
-#   5. the DKMS check for both kernels
+#   5. the Debian packages: built, lintian, installed here (DKMS builds the
+#      module for both kernels), upgraded from an older build, the installed
+#      module loaded in a VM per kernel, purged (scripts/deb-check.sh)
 #   (the library's tests run on the user backend here and again, on the
 #   kernel backend, inside the VM on each kernel)
 # The last line printed is the sum over all suites: `N passed, N failed,
@@ -98,6 +100,9 @@ GPUPOOL_BACKEND=user GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
 
 step "make install into a staging root; a program built against it with pkg-config"
 "$top/scripts/install-check.sh" || status=1
+
+step "the YAML in the tree (Kubernetes manifests): parsed and checked"
+/usr/bin/python3 "$top/scripts/yaml-check.py" --counts "$results/yaml.counts" || status=1
 
 step "the VM harness's own judge (synthetic logs, no VM)"
 python3 "$top/vm/selftest-vmreport.py" --counts "$results/vmreport-selftest.counts" || status=1
@@ -193,9 +198,9 @@ else
 	status=1
 fi
 
-step "DKMS"
+step "Debian packages: lintian, install, DKMS, upgrade, a VM loading the installed module, purge"
 # shellcheck disable=SC2086
-"$top/scripts/dkms-check.sh" $kvers || status=1
+"$top/scripts/deb-check.sh" $kvers || status=1
 
 echo
 echo "check: $(( $(date +%s) - t0 )) s in all"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Sum every suite's counts (build/results/*.counts, written by
-# scripts/run-tests.sh, vm/run-vm.sh and scripts/dkms-check.sh) into the one
+# scripts/run-tests.sh, vm/run-vm.sh and scripts/deb-check.sh) into the one
 # line CI reads: `N passed, N failed, N skipped`.  Exit status non-zero when
 # anything failed or no suite ran.
 set -u

@@ -8,7 +8,8 @@
  *   gpupoolctl stat         the pool at a glance, per NUMA node
  *   gpupoolctl top          holders sorted by bytes, refreshed
  *   gpupoolctl map          occupancy picture per node
- *   gpupoolctl prometheus   Prometheus text format (textfile collector)
+ *   gpupoolctl prometheus   Prometheus text format (--textfile DIR: for
+ *                           node_exporter's textfile collector)
  *
  * GPUPOOL_PROC_PATH and GPUPOOL_DEV_PATH override the two paths (tests).
  */
@@ -44,6 +45,7 @@ struct opts {
 	char unit;		/* 'h' human, 'b', 'k', 'm', 'g' */
 	long iterations;	/* top: -n, 0 = until q */
 	double delay;		/* top: -d seconds */
+	const char *textfile;	/* prometheus: --textfile DIR */
 };
 
 /* Errors that tell the user what to do -------------------------------------- */
@@ -203,22 +205,22 @@ static void text_name(const char *s)
  * text must be UTF-8; other bytes outside printable ASCII become the text
  * \ooo (an escaped backslash, then the octal digits).
  */
-static void prom_label(const char *s)
+static void prom_label(FILE *out, const char *s)
 {
-	putchar('"');
+	fputc('"', out);
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (c == '"' || c == '\\')
-			printf("\\%c", c);
+			fprintf(out, "\\%c", c);
 		else if (c == '\n')
-			printf("\\n");
+			fputs("\\n", out);
 		else if (c < 0x20 || c > 0x7e)
-			printf("\\\\%03o", c);
+			fprintf(out, "\\\\%03o", c);
 		else
-			putchar(c);
+			fputc(c, out);
 	}
-	putchar('"');
+	fputc('"', out);
 }
 
 /* The per-pool figures `stat` shows, in the order it shows them. */
@@ -509,6 +511,11 @@ struct metric {
 	const char *help;
 };
 
+/*
+ * Per node where /proc/gpupool has per-node figures, else one pool-wide
+ * series without labels: never both, so that sum() over a metric is the
+ * pool's figure.
+ */
 static const struct metric metrics[] = {
 	{ "PoolTotal", "gpupool_total_bytes", "gauge", "Memory the pool holds." },
 	{ "PoolFree", "gpupool_free_bytes", "gauge", "Free, zeroed, ready to allocate." },
@@ -524,52 +531,93 @@ static const struct metric metrics[] = {
 	{ "Frees", "gpupool_frees_total", "counter", "Chunks released." },
 	{ "FailedAllocs", "gpupool_failed_allocs_total", "counter", "Allocations refused for lack of memory." },
 	{ "Growths", "gpupool_growths_total", "counter", "Regions added after load." },
+	{ "LimitDenials", "gpupool_limit_denials_total", "counter", "Allocations refused by per_process_limit." },
+	{ "PoolLimit", "gpupool_limit_bytes", "gauge", "Growth limit (max_size); 0: no growth." },
+	{ "PerProcessLimit", "gpupool_per_process_limit_bytes", "gauge", "Most bytes one process may hold; 0: no limit." },
 };
 
-static void prom_value(const struct gpctl_field *f)
+static void prom_value(FILE *out, const struct gpctl_field *f)
 {
 	if (f->unit == 'p')
-		printf("%g\n", (double)f->value / 1e6);
+		fprintf(out, "%g\n", (double)f->value / 1e6);
 	else
-		printf("%llu\n", (unsigned long long)f->value);
+		fprintf(out, "%llu\n", (unsigned long long)f->value);
 }
 
-static int cmd_prometheus(void)
+/* The field's node number when it is "Node<N>" + key, else -1. */
+static long node_of(const char *field, const char *key)
 {
-	struct gpctl_pool p;
-	size_t m, i;
-	int ret = read_pool(&p);
+	char *end;
+	long nid;
 
-	if (ret)
-		return ret;
+	if (strncmp(field, "Node", 4))
+		return -1;
+	nid = strtol(field + 4, &end, 10);
+	if (end == field + 4 || nid < 0 || strcmp(end, key))
+		return -1;
+	return nid;
+}
+
+/* The loaded module's version (MODULE_VERSION), or "unknown". */
+static void module_version(char *buf, size_t len)
+{
+	const char *path = getenv("GPUPOOL_MODULE_VERSION_PATH");
+	FILE *f = fopen(path ? path : "/sys/module/gpupool/version", "r");
+
+	snprintf(buf, len, "unknown");
+	if (f) {
+		if (fgets(buf, (int)len, f))
+			buf[strcspn(buf, "\n")] = 0;
+		fclose(f);
+	}
+}
+
+static void prom_write(FILE *out, const struct gpctl_pool *p)
+{
+	const struct gpctl_field *abi = gpctl_field(p, "AbiVersion");
+	char modver[64];
+	size_t m, i;
+
+	module_version(modver, sizeof(modver));
+	fprintf(out, "# HELP gpupool_build_info The loaded module's version and ABI, and gpupoolctl's version.\n"
+		"# TYPE gpupool_build_info gauge\n"
+		"gpupool_build_info{version=");
+	prom_label(out, modver);
+	fprintf(out, ",abi_version=");
+	prom_label(out, abi ? abi->text : "unknown");
+	fprintf(out, ",tools_version=");
+	prom_label(out, GPUPOOL_VERSION);
+	fprintf(out, "} 1\n");
+
 	for (m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++) {
 		const struct metric *mt = &metrics[m];
-		const struct gpctl_field *f = gpctl_field(&p, mt->key);
+		const struct gpctl_field *f = gpctl_field(p, mt->key);
+		bool per_node = false;
 
-		printf("# HELP %s %s\n# TYPE %s %s\n", mt->name, mt->help,
-		       mt->name, mt->type);
-		if (f) {
-			printf("%s{node=\"all\"} ", mt->name);
-			prom_value(f);
+		for (i = 0; i < p->nr_fields && !per_node; i++)
+			per_node = node_of(p->fields[i].key, mt->key) >= 0;
+		if (!per_node && !f)
+			continue;
+		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", mt->name,
+			mt->help, mt->name, mt->type);
+		if (!per_node) {
+			fprintf(out, "%s ", mt->name);
+			prom_value(out, f);
+			continue;
 		}
-		for (i = 0; i < p.nr_fields; i++) {
-			const char *k = p.fields[i].key;
-			char *end;
-			long nid;
+		for (i = 0; i < p->nr_fields; i++) {
+			long nid = node_of(p->fields[i].key, mt->key);
 
-			if (strncmp(k, "Node", 4))
+			if (nid < 0)
 				continue;
-			nid = strtol(k + 4, &end, 10);
-			if (end == k + 4 || strcmp(end, mt->key))
-				continue;
-			printf("%s{node=\"%ld\"} ", mt->name, nid);
-			prom_value(&p.fields[i]);
+			fprintf(out, "%s{node=\"%ld\"} ", mt->name, nid);
+			prom_value(out, &p->fields[i]);
 		}
 	}
-	printf("# HELP gpupool_holder_bytes Bytes counting against each holder process.\n"
-	       "# TYPE gpupool_holder_bytes gauge\n");
-	for (i = 0; i < p.nr_holders; i++) {
-		const struct gpctl_holder *h = &p.holders[i];
+	fprintf(out, "# HELP gpupool_holder_bytes Bytes counting against each holder process.\n"
+		"# TYPE gpupool_holder_bytes gauge\n");
+	for (i = 0; i < p->nr_holders; i++) {
+		const struct gpctl_holder *h = &p->holders[i];
 		uint64_t bytes = 0;
 		size_t j;
 
@@ -578,21 +626,84 @@ static int cmd_prometheus(void)
 		 * prints the sum.
 		 */
 		for (j = 0; j < i; j++)
-			if (p.holders[j].pid == h->pid &&
-			    !strcmp(p.holders[j].comm, h->comm))
+			if (p->holders[j].pid == h->pid &&
+			    !strcmp(p->holders[j].comm, h->comm))
 				break;
 		if (j < i)
 			continue;
-		for (j = i; j < p.nr_holders; j++)
-			if (p.holders[j].pid == h->pid &&
-			    !strcmp(p.holders[j].comm, h->comm))
-				bytes += p.holders[j].bytes;
-		printf("gpupool_holder_bytes{pid=\"%lld\",comm=", (long long)h->pid);
-		prom_label(h->comm);
-		printf("} %llu\n", (unsigned long long)bytes);
+		for (j = i; j < p->nr_holders; j++)
+			if (p->holders[j].pid == h->pid &&
+			    !strcmp(p->holders[j].comm, h->comm))
+				bytes += p->holders[j].bytes;
+		fprintf(out, "gpupool_holder_bytes{pid=\"%lld\",comm=", (long long)h->pid);
+		prom_label(out, h->comm);
+		fprintf(out, "} %llu\n", (unsigned long long)bytes);
 	}
-	gpctl_pool_free(&p);
+}
+
+/*
+ * --textfile DIR: DIR/gpupool.prom for node_exporter's textfile collector,
+ * written to a temporary file in DIR and renamed over the old one, so that
+ * a scrape sees the old file or the new one, never a part.  The temporary
+ * name ends in neither ".prom" (the collector reads only those) nor stays
+ * behind on failure.
+ */
+static int prom_textfile(const char *dir, const struct gpctl_pool *p)
+{
+	char path[4096], tmp[4096];
+	FILE *f = NULL;
+	int fd, err;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/gpupool.prom", dir) >= sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.gpupool.prom.XXXXXX", dir) >= sizeof(tmp)) {
+		fprintf(stderr, "gpupoolctl: --textfile: path too long\n");
+		return EX_USAGE;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		fprintf(stderr, "gpupoolctl: --textfile %s: %s\n", dir, strerror(errno));
+		return EX_FAIL;
+	}
+	/* Readable by node_exporter, whatever the umask. */
+	if (fchmod(fd, 0644) || !(f = fdopen(fd, "w")))
+		goto fail;
+	prom_write(f, p);
+	if (fflush(f) || ferror(f) || fsync(fd))
+		goto fail;
+	if (fclose(f)) {
+		f = NULL;
+		fd = -1;
+		goto fail;
+	}
+	f = NULL;
+	fd = -1;
+	if (rename(tmp, path))
+		goto fail;
 	return EX_OK;
+fail:
+	err = errno;
+	if (f)
+		fclose(f);
+	else if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	fprintf(stderr, "gpupoolctl: writing %s: %s\n", path, strerror(err));
+	return EX_FAIL;
+}
+
+static int cmd_prometheus(const struct opts *o)
+{
+	struct gpctl_pool p;
+	int ret = read_pool(&p);
+
+	if (ret)
+		return ret;
+	if (o->textfile)
+		ret = prom_textfile(o->textfile, &p);
+	else
+		prom_write(stdout, &p);
+	gpctl_pool_free(&p);
+	return ret;
 }
 
 /* info ---------------------------------------------------------------------- */
@@ -658,6 +769,8 @@ static void usage(FILE *out)
 		"  -b -k -m -g   sizes in bytes, KiB, MiB, GiB (default: human-readable)\n"
 		"  -n N          top: N refreshes, then exit (default: until q)\n"
 		"  -d SECONDS    top: delay between refreshes (default 2)\n"
+		"  --textfile DIR  prometheus: write DIR/gpupool.prom atomically\n"
+		"                (node_exporter's textfile collector)\n"
 		"exit status: 0 ok, 1 error, 2 usage, 3 module not loaded,\n"
 		"             4 no access to /dev/gpupool, 5 ABI mismatch\n");
 }
@@ -681,6 +794,8 @@ static int run(int argc, char **argv)
 			return EX_OK;
 		} else if (!strcmp(a, "--json")) {
 			o.json = true;
+		} else if (!strcmp(a, "--textfile") && i + 1 < argc) {
+			o.textfile = argv[++i];
 		} else if (!strcmp(a, "-b") || !strcmp(a, "-k") ||
 			   !strcmp(a, "-m") || !strcmp(a, "-g")) {
 			o.unit = a[1];
@@ -717,7 +832,7 @@ static int run(int argc, char **argv)
 	if (!strcmp(cmd, "map"))
 		return cmd_map(&o);
 	if (!strcmp(cmd, "prometheus"))
-		return cmd_prometheus();
+		return cmd_prometheus(&o);
 	fprintf(stderr, "gpupoolctl: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return EX_USAGE;

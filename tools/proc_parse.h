@@ -3,7 +3,7 @@
  * proc_parse.h - /proc/gpupool as data: every `Key: value` field, the
  * holder lines, the bin lines and the occupancy maps.  No I/O: the caller
  * reads the file and hands over the text (gpupoolctl does; so can a
- * fuzzer).  The format is described in README.md (/proc/gpupool).
+ * fuzzer).  The format is described in docs/proc-gpupool.md.
  */
 #ifndef GPUPOOL_PROC_PARSE_H
 #define GPUPOOL_PROC_PARSE_H

@@ -152,7 +152,8 @@ static void run_commands(const uint8_t *data, size_t size)
 		FZ_ASSERT(top_once(&o, false) == EX_OK, "top (json %d)", j);
 		FZ_ASSERT(cmd_map(&o) == EX_OK, "map (json %d)", j);
 	}
-	FZ_ASSERT(cmd_prometheus() == EX_OK, "prometheus");
+	o.textfile = NULL;
+	FZ_ASSERT(cmd_prometheus(&o) == EX_OK, "prometheus");
 	fflush(stdout);
 }
 

@@ -137,10 +137,14 @@ TEST_F(known, map_and_prometheus)
 
 	out = ctl("prometheus", -1, &code);
 	EXPECT_EQ(0, code);
-	snprintf(want, sizeof(want), "gpupool_in_use_bytes{node=\"all\"} %llu\n",
+	/* One node in this VM: its series are the pool's, and no other. */
+	snprintf(want, sizeof(want), "gpupool_in_use_bytes{node=\"0\"} %llu\n",
 		 4 * MiB);
 	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("%s", out);
-	EXPECT_NE(NULL, strstr(out, "gpupool_chunks_in_use{node=\"all\"} 2\n"));
+	EXPECT_NE(NULL, strstr(out, "gpupool_chunks_in_use{node=\"0\"} 2\n"));
+	EXPECT_EQ(NULL, strstr(out, "node=\"all\""));
+	/* The loaded module's version, from /sys/module/gpupool/version. */
+	EXPECT_NE(NULL, strstr(out, "gpupool_build_info{version=\"" GPUPOOL_VERSION "\",abi_version=\"")) TH_LOG("%s", out);
 	free(out);
 }
 

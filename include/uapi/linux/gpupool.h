@@ -92,8 +92,8 @@ struct gpupool_free {
 #define GPUPOOL_IOC_FREE	_IOW(GPUPOOL_IOC_MAGIC, 0x02, struct gpupool_free)
 
 /*
- * GPUPOOL_IOC_STATS: the figures /proc/gpupool shows (see the README,
- * section /proc/gpupool), for the whole pool and per NUMA sub-pool.
+ * GPUPOOL_IOC_STATS: the figures /proc/gpupool shows (described in
+ * docs/proc-gpupool.md), for the whole pool and per NUMA sub-pool.
  * Sizes in bytes.  The pool's bytes always add up:
  *	total == free + in_use + zeroing + quarantined
  */

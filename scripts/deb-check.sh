@@ -1,0 +1,173 @@
+#!/bin/sh
+# The Debian packages as an operator meets them (replaces the bare DKMS
+# check: the package's DKMS hooks are what builds the module here):
+#   - build them (scripts/deb.sh), and an older version from the same tree;
+#   - lintian: no error, no warning;
+#   - install the older version on this machine (apt-get install ./*.deb),
+#     then upgrade to this one: `dkms status` shows gpupool built and
+#     installed for every test kernel, the older version gone;
+#   - a VM per test kernel loads the DKMS-built module with modprobe and a
+#     modprobe.d file and runs scripts/deb-smoke.sh through the installed
+#     gpupoolctl, library and Python package;
+#   - purge: no file of the packages' (nor one they made) is left; the file
+#     lists of the system directories before and after are compared.
+#
+# Usage: scripts/deb-check.sh KERNEL-RELEASE...   (as root)
+# Writes $RESULTS_DIR/deb.counts.  Skips (says so) when not root, or when
+# gpupool packages are already installed here (it never touches those).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+O=${O:-$top/build}
+results=${RESULTS_DIR:-$O/results}
+mkdir -p "$results"
+work=$O/deb-check
+pass=0 fail=0 n=0
+# shellcheck source=scripts/tap.sh
+. "$top/scripts/tap.sh"
+ver=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version 2>/dev/null)
+prev="$ver~prev"
+pkgs="gpupool-dkms gpupool-tools libgpupool1 libgpupool-dev python3-gpupool"
+
+skip() {
+	echo "deb: SKIP: $*"
+	echo "deb: 0 passed, 0 failed, 1 skipped"
+	echo "pass=0 fail=0 skip=1" > "$results/deb.counts"
+	exit 0
+}
+[ "$(id -u)" -eq 0 ] || skip "needs root (apt-get install, dkms)"
+[ -n "$ver" ] || skip "dpkg-parsechangelog missing (make deps: dpkg-dev)"
+# One check at a time on this machine: it installs system-wide.
+exec 8> /run/gpupool-deb-check.lock
+flock -w 1800 8 || skip "another deb check held the lock for 30 minutes"
+for p in $pkgs; do
+	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+		skip "$p is installed on this machine already; not touching it"
+	fi
+done
+
+rm -rf "$work"
+mkdir -p "$work"
+log=$work/log
+
+# --- build and lintian -------------------------------------------------------
+# One version: the packages', the module's (debian/rules writes it into the
+# DKMS sources), the library's and the tools' (the VERSION file).
+[ "$ver" = "$(cat "$top/VERSION")" ] &&
+	grep -q "^PACKAGE_VERSION=\"$ver\"$" "$top/dkms.conf"
+ok $? "debian/changelog, VERSION and dkms.conf say the same version ($ver)"
+O=$O "$top/scripts/deb.sh" > "$work/deb.out" 2>&1
+r=$?
+[ $r -eq 0 ] || cat "$work/deb.out"
+ok $r "make deb: $(grep -c '\.deb$' "$work/deb.out") packages in $O/deb/"
+O=$O "$top/scripts/deb.sh" --version "$prev" --out "$work/prev" > "$work/prev.out" 2>&1
+r=$?
+[ $r -eq 0 ] || cat "$work/prev.out"
+ok $r "the previous version ($prev) from the same tree"
+
+lintian --fail-on error,warning --pedantic "$O"/deb/*.changes > "$work/lintian.out" 2>&1
+r=$?
+grep -v '^running with root' "$work/lintian.out"
+ok $r "lintian --pedantic: no error, no warning"
+
+debs() {	# the packages a machine installs (no debug symbols)
+	for p in $pkgs; do ls "$1/${p}_"*.deb; done
+}
+
+# --- install, upgrade --------------------------------------------------------
+# System directories where packages put files (and where their scripts or
+# DKMS make more); dpkg's own status and apt's logs change by design, and
+# DKMS makes its module-signing key (/var/lib/dkms/mok.*) at its first
+# build on a machine and keeps it for every module: the dkms package's.
+snapshot() {
+	find /etc /usr /lib /var/lib /opt /boot -xdev \
+		-path /var/lib/apt -prune -o -path /var/lib/dpkg -prune -o \
+		-path /var/lib/systemd -prune -o -path /var/lib/ucf -prune -o \
+		-name __pycache__ -path '/usr/lib/python3/dist-packages/*' -print -prune -o \
+		-path '/usr/lib/python3*/__pycache__' -prune -o \
+		-path '/var/lib/dkms/mok.*' -prune -o \
+		-print 2>/dev/null | LC_ALL=C sort
+}
+snapshot > "$work/files.before"
+
+apt_install() {
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends --allow-downgrades "$@" >> "$log" 2>&1
+}
+dkms_has() {	# VERSION KERNEL: gpupool VERSION installed for KERNEL
+	dkms status -m gpupool -v "$1" -k "$2" 2>/dev/null | grep -q ': installed'
+}
+
+# Interrupted after installing: purge, so that the next run is not skipped
+# for finding gpupool installed.
+# shellcheck disable=SC2086
+trap 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -q $pkgs >> "$log" 2>&1; exit 130' INT TERM
+# shellcheck disable=SC2046
+apt_install $(debs "$work/prev")
+r=$?
+[ $r -eq 0 ] || tail -n 40 "$log"
+ok $r "apt-get install the $prev packages"
+r=0
+for k in "$@"; do dkms_has "$prev" "$k" || r=1; done
+ok $r "dkms status: gpupool/$prev installed for $*"
+
+# shellcheck disable=SC2046
+apt_install $(debs "$O/deb")
+r=$?
+[ $r -eq 0 ] || tail -n 40 "$log"
+ok $r "apt-get install the $ver packages: an upgrade from $prev"
+dkms status -m gpupool | sed 's/^/# /'
+r=0
+for k in "$@"; do
+	dkms_has "$ver" "$k" || r=1
+	[ -e "/lib/modules/$k/updates/dkms/gpupool.ko" ] ||
+		[ -e "/lib/modules/$k/updates/dkms/gpupool.ko.xz" ] || r=1
+done
+dkms status -m gpupool -v "$prev" 2>/dev/null | grep -q . && r=1
+[ -e "/usr/src/gpupool-$prev" ] && r=1
+ok $r "dkms status: gpupool/$ver built and installed for $*; $prev gone"
+getent group gpupool > /dev/null
+ok $? "the gpupool group exists"
+grep -q '^#options gpupool pool_size' /etc/modprobe.d/gpupool.conf
+ok $? "/etc/modprobe.d/gpupool.conf installed"
+
+# A C program built the way a user builds one: the installed pkg-config
+# file, header and shared library.
+# shellcheck disable=SC2046
+cc -o "$work/hello" "$top/examples/hello_pool.c" $(pkg-config --cflags --libs gpupool) \
+	>> "$log" 2>&1 && GPUPOOL_BACKEND=user "$work/hello" 4K >> "$log" 2>&1
+r=$?
+[ $r -eq 0 ] || tail -n 20 "$log"
+ok $r "hello_pool built with the installed pkg-config file runs (user backend)"
+# Byte-compiles, as an import by root does: purge must remove that too.
+env -u PYTHONDONTWRITEBYTECODE /usr/bin/python3 -c 'import gpupool; print(gpupool.__file__)' >> "$log" 2>&1
+ok $? "python3 imports the installed gpupool"
+
+# --- the VMs -----------------------------------------------------------------
+for k in "$@"; do
+	rm -f "$results/vm-deb-$k.counts"
+	"$top/vm/run-vm.sh" --name "deb-$k" --kernel "$k" --build-dir "$O" \
+		--tests "$work" --quiet \
+		--run "sh $top/scripts/deb-smoke.sh $work/hello $ver" \
+		> "$work/vm-$k.out" 2>&1
+	r=$?
+	# Counted here, as one test per kernel.
+	rm -f "$results/vm-deb-$k.counts"
+	[ $r -eq 0 ] || { cat "$work/vm-$k.out"; cat "$O/vm/deb-$k/tests.log"; }
+	ok $r "VM on $k: modprobe with the modprobe.d options, gpupoolctl, libgpupool, python3-gpupool (log: $O/vm/deb-$k/tests.log)"
+done
+
+# --- purge -------------------------------------------------------------------
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -q $pkgs >> "$log" 2>&1
+r=$?
+[ $r -eq 0 ] || tail -n 40 "$log"
+ok $r "apt-get purge"
+trap - INT TERM
+snapshot > "$work/files.after"
+diff "$work/files.before" "$work/files.after" > "$work/files.diff"
+r=$?
+sed 's/^/# /' "$work/files.diff" | head -n 40
+ok $r "purge leaves no file behind (the file lists before install and after purge are the same)"
+dkms status -m gpupool 2>/dev/null | grep -q . && r=1 || r=0
+ok $r "dkms status: no gpupool"
+tap_done deb
