@@ -149,7 +149,7 @@ static int gp_st_check(struct gp_st *t, unsigned int op)
 	return 0;
 }
 
-static int gp_st_run(struct gp_st *t)
+static int gp_st_run(struct gp_st *t, u32 policy)
 {
 	struct bfc_params p;
 	struct bfc_stats st;
@@ -160,6 +160,7 @@ static int gp_st_run(struct gp_st *t)
 	p.split_ratio = 0;
 	p.split_threshold = PAGE_SIZE;
 	p.flags = BFC_MERGE_ADJACENT_REGIONS;
+	p.policy = policy;
 	if (bfc_create(&t->b, &p))
 		return -ENOMEM;
 	for (i = 0; i < ARRAY_SIZE(gp_st_regions); i++) {
@@ -205,22 +206,32 @@ static int gp_st_run(struct gp_st *t)
 	return 0;
 }
 
+/* The check once per placement policy, each on a fresh allocator. */
 int gp_selftest(void)
 {
 	struct gp_st *t;
-	int ret;
+	u32 pol;
+	int ret = 0;
 
-	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	t = kmalloc(sizeof(*t), GFP_KERNEL);
 	if (!t)
 		return -ENOMEM;
-	t->rng = 0x9e3779b97f4a7c15ULL;
-	ret = gp_st_run(t);
-	if (t->b)
-		bfc_destroy(t->b);
+	for (pol = 0; pol < BFC_NR_POLICIES && !ret; pol++) {
+		memset(t, 0, sizeof(*t));
+		t->rng = 0x9e3779b97f4a7c15ULL;
+		ret = gp_st_run(t, pol);
+		if (t->b)
+			bfc_destroy(t->b);
+		if (ret)
+			pr_err("FAILED with policy %s\n", bfc_policy_name(pol));
+		else
+			pr_info("policy %s: passed\n", bfc_policy_name(pol));
+	}
 	kfree(t);
 	if (ret)
 		pr_err("FAILED\n");
 	else
-		pr_info("passed (%u random operations)\n", GP_ST_OPS);
+		pr_info("passed (%u random operations, each of %u policies)\n",
+			GP_ST_OPS, BFC_NR_POLICIES);
 	return ret;
 }
