@@ -82,7 +82,7 @@ typedef uint32_t bfc_handle_t;
 /* The policy the library and the module use unless told otherwise (the
  * core's own default, bfc_params_default(), stays TF's).
  */
-#define BFC_POLICY_DEFAULT	BFC_POLICY_HALF
+#define BFC_POLICY_DEFAULT	BFC_POLICY_TF
 
 /* Policy name ("tf", "exact", "seg", "half") <-> number.  bfc_policy_parse()
  * returns the number or -EINVAL; bfc_policy_name() returns NULL for a

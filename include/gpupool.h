@@ -63,7 +63,7 @@ enum gp_backend {
 #define GP_OPEN_VALID_FLAGS	(0x1fu)
 
 /* Placement policies of the allocators (the BFC core's, docs/placement.md).
- * DEFAULT is HALF; TF is TensorFlow's BFC placement exactly.
+ * DEFAULT is TF, TensorFlow's BFC placement exactly.
  */
 enum gp_placement {
 	GP_PLACEMENT_DEFAULT = 0,

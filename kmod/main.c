@@ -54,7 +54,7 @@ MODULE_PARM_DESC(selftest,
 static char *policy = "";
 module_param(policy, charp, 0444);
 MODULE_PARM_DESC(policy,
-		 "Chunk placement: tf (TensorFlow's BFC), exact, seg or half (default: half); see docs/placement.md");
+		 "Chunk placement: tf (TensorFlow's BFC), exact, seg or half (default: tf); see docs/placement.md");
 
 u64 gp_per_process_limit;
 u32 gp_policy = BFC_POLICY_DEFAULT;

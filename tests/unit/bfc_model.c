@@ -128,7 +128,7 @@ FIXTURE_VARIANT_ADD(model, half_512_top) {
 FIXTURE_VARIANT_ADD(model, half_crowded_256) {
 	.label = "half_crowded_256", .policy = BFC_POLICY_HALF,
 	.granularity = 256, .split_ratio = 2, .split_threshold = 128 * MiB,
-	.span = 4 * MiB, .grid = 1ull << 40, .few_sizes = 1, .target = 8000,
+	.span = 4 * MiB, .grid = 1ull << 40, .few_sizes = 1, .target = 2000,
 };
 FIXTURE_VARIANT_ADD(model, half_byte_at_zero) {
 	.label = "half_byte_at_zero", .policy = BFC_POLICY_HALF,

@@ -3,8 +3,8 @@
  * bfc_selftest: the BFC core's randomized self-check, run in kernel
  * context (the module's selftest=1 parameter): 20000 random allocations and
  * frees with the pool's parameters, every invariant checked after each,
- * once per placement policy.  The load fails when the check does; the
- * result is in the kernel log.  Also the policy= parameter: each policy
+ * with each placement policy (policy=).  The load fails when the check
+ * does; the result is in the kernel log.  Also the policy= parameter: each policy
  * loads and places as documented, and an unknown one is refused.
  */
 #include "kselftest_harness.h"
@@ -25,14 +25,45 @@ static int klog_has(const char *needle)
 	return found;
 }
 
+static void selftest_with(struct __test_metadata *_metadata,
+			  const char *policy)
+{
+	char params[64], want[64];
+
+	snprintf(params, sizeof(params), "pool_size=4M selftest=1%s%s",
+		 policy ? " policy=" : "", policy ? policy : "");
+	snprintf(want, sizeof(want), "policy %s)", policy ? policy : "tf");
+	ASSERT_EQ(0, gp_load(params))
+		TH_LOG("selftest (%s) failed: see the kernel log", params);
+	EXPECT_EQ(1, klog_has("gpupool: selftest: passed"));
+	EXPECT_EQ(1, klog_has(want));
+	EXPECT_EQ(0, klog_has("gpupool: selftest: FAILED"));
+	EXPECT_EQ(0, gp_unload_wait(5000));
+}
+
+/* The default policy (tf), then each of the others. */
 TEST(selftest_passes)
 {
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=4M selftest=1"))
-		TH_LOG("selftest failed: see the kernel log");
-	EXPECT_EQ(1, klog_has("gpupool: selftest: passed"));
-	EXPECT_EQ(0, klog_has("gpupool: selftest: FAILED"));
-	EXPECT_EQ(0, gp_unload_wait(5000));
+	selftest_with(_metadata, NULL);
+}
+
+TEST(selftest_half)
+{
+	GP_REQUIRE();
+	selftest_with(_metadata, "half");
+}
+
+TEST(selftest_exact)
+{
+	GP_REQUIRE();
+	selftest_with(_metadata, "exact");
+}
+
+TEST(selftest_seg)
+{
+	GP_REQUIRE();
+	selftest_with(_metadata, "seg");
 }
 
 /* A 4 MiB pool: a 2 MiB chunk L, then one page s, then L freed.  TF's
@@ -76,7 +107,7 @@ TEST(policy_param)
 	place_one(_metadata, "exact", 2 * MiB);
 	place_one(_metadata, "seg", 4 * MiB - 4096);
 	place_one(_metadata, "half", 4 * MiB - 4096);
-	place_one(_metadata, NULL, 4 * MiB - 4096);	/* the default: half */
+	place_one(_metadata, NULL, 2 * MiB);	/* the default: tf */
 	EXPECT_EQ(-EINVAL, gp_load("pool_size=4M policy=best"));
 	EXPECT_EQ(0, gp_loaded());
 	if (gp_loaded())
