@@ -5,11 +5,15 @@
  *
  * Design
  * ------
- * What it computes is TensorFlow's BFC, exactly: requests are rounded up to
- * the granularity; the chunk chosen is the smallest free chunk whose size is
- * >= the rounded request, ties broken by the lowest address; it is split
- * (front part returned) by TF's rule, plus PyTorch's max_split_size; a freed
- * chunk coalesces with free physical neighbours in its region.  How it
+ * What it computes is TensorFlow's BFC, exactly (with BFC_POLICY_TF, the
+ * default): requests are rounded up to the granularity; the chunk chosen is
+ * the smallest free chunk whose size is >= the rounded request, ties broken
+ * by the lowest address; it is split (front part returned) by TF's rule,
+ * plus PyTorch's max_split_size; a freed chunk coalesces with free physical
+ * neighbours in its region.  The other placement policies (bfc.h) change
+ * only the split rule (always split) and which end of the chosen chunk is
+ * returned: bfc_create() turns the policy into the split rule's fields and
+ * cut_high_*, and split() is the one place that picks an end.  How it
  * computes it differs, so that no operation slows down with the number of
  * chunks (TF walks a std::set per bin from its smallest element), and so
  * that the common operations are short:

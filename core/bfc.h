@@ -100,7 +100,8 @@ struct bfc_params {
 	 * size R is split when chunk_size >= split_ratio * R, or when
 	 * chunk_size - R >= split_threshold.  TF: ratio 2, threshold 128 MiB.
 	 * split_ratio 0 disables the ratio test.  split_threshold ==
-	 * granularity means "always split" (exact-size chunks).
+	 * granularity means "always split" (exact-size chunks).  Read by
+	 * BFC_POLICY_TF only: the other policies always split.
 	 */
 	uint32_t split_ratio;
 	uint32_t flags;
