@@ -1725,7 +1725,10 @@ static void placement_targets(struct tally *tl, const struct trace_result *res,
 	target_row(tl, R_ISSUE, "traces below TF", v,
 		   total && below * 7 >= total * 5, NULL);
 	printf("P2  policy '%s': smallest fixed pool never above TF's by more than 1%%\n", name);
-	snprintf(v, sizeof(v), "%+.2f%%", worst);
+	if (total)
+		snprintf(v, sizeof(v), "%+.2f%%", worst);
+	else
+		snprintf(v, sizeof(v), "none");
 	snprintf(l, sizeof(l), "(worst: %s)", w);
 	target_row(tl, R_ISSUE, "worst excess over TF", v, worst <= 1.0, l);
 	for (i = 0; i < n; i++) {
@@ -1764,6 +1767,8 @@ static void placement_targets(struct tally *tl, const struct trace_result *res,
 		if (!pol_on(pol))
 			continue;
 		pol_vs_tf(res, n, pol, &below, &total, &worst, &w);
+		if (!total)
+			continue;
 		printf("      %-6s below TF on %d of %d traces, worst %+.2f%% (%s)%s\n",
 		       bfc_policy_name(pol), below, total, worst, w,
 		       worst <= 1.0 ? "" : ": loses by > 1%, cannot be the default");
