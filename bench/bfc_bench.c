@@ -43,6 +43,9 @@ static struct {
 	int nr_scales;
 	const char *scale_trace;
 	int do_replay, do_frag, do_scale;
+	uint32_t policy;		/* ours: the core's placement policy */
+	uint32_t cand;			/* the policy targets P1-P5 measure */
+	uint32_t policies;		/* bit per policy in sections 2-4 */
 } cfg = {
 	.runs = 9,
 	.ops_per_run = 300000,
@@ -52,7 +55,11 @@ static struct {
 	.nr_scales = NR_SCALES,
 	.scale_trace = "hta_ddp",
 	.do_replay = 1, .do_frag = 1, .do_scale = 1,
+	.policy = BFC_POLICY_DEFAULT,
+	.cand = BFC_POLICY_HALF,
+	.policies = (1u << BFC_NR_POLICIES) - 1,
 };
+#define NR_POL	BFC_NR_POLICIES
 
 #ifndef unlikely		/* bfc_env.h has it */
 #define unlikely(x)	__builtin_expect(!!(x), 0)
@@ -141,6 +148,7 @@ enum kind { K_CORE, K_TF };
 
 struct pool {
 	enum kind kind;
+	uint32_t policy;	/* K_CORE: BFC_POLICY_* */
 	struct bfc *core;
 	struct tf_bfc *tf;
 	int growth;
@@ -168,11 +176,15 @@ static void pool_add_region(struct pool *p, uint64_t size)
 	p->regions++;
 }
 
-/* first: the fixed pool's size, or the first region when growing. */
-static void pool_init(struct pool *p, enum kind k, int growth, uint64_t first)
+/* first: the fixed pool's size, or the first region when growing.  The
+ * core places by policy pol.
+ */
+static void pool_init_pol(struct pool *p, enum kind k, uint32_t pol,
+			  int growth, uint64_t first)
 {
 	memset(p, 0, sizeof(*p));
 	p->kind = k;
+	p->policy = pol;
 	p->growth = growth;
 	p->next_base = BASE_ADDR;
 	if (k == K_CORE) {
@@ -180,6 +192,7 @@ static void pool_init(struct pool *p, enum kind k, int growth, uint64_t first)
 		int r;
 
 		bfc_params_default(&prm, GRAN);
+		prm.policy = pol;
 		r = bfc_create(&p->core, &prm);
 		if (r)
 			die(3, "bfc_create: %d", r);
@@ -193,6 +206,12 @@ static void pool_init(struct pool *p, enum kind k, int growth, uint64_t first)
 	} else {
 		pool_add_region(p, round_up(first, GRAN));
 	}
+}
+
+/* The core with ours' policy. */
+static void pool_init(struct pool *p, enum kind k, int growth, uint64_t first)
+{
+	pool_init_pol(p, k, cfg.policy, growth, first);
 }
 
 static void pool_destroy(struct pool *p)
@@ -582,9 +601,9 @@ static uint64_t replay_loop(const struct trace *t, struct rstate *s,
  * operations of one replay.  A preemption then only moves a median when it
  * hits the same block in half of the replays.
  */
-enum { V_CORE_H, V_CORE_A, V_TF, V_MALLOC, V_LOOP, NR_V };
+enum { V_CORE_H, V_CORE_A, V_TF, V_CORE_REF, V_MALLOC, V_LOOP, NR_V };
 static const char *const vname[NR_V] = {
-	"ours(handle)", "ours(addr)", "TF", "malloc", "loop",
+	"ours(handle)", "ours(addr)", "TF", "candidate(addr)", "malloc", "loop",
 };
 
 struct tsamples {
@@ -619,6 +638,7 @@ static uint64_t do_replay(int v, struct pool *p, const struct trace *t,
 	case V_CORE_H:
 		return replay_core(p, t, s, 0, 0, bt);
 	case V_CORE_A:
+	case V_CORE_REF:
 		return replay_core(p, t, s, 1, 0, bt);
 	case V_TF:
 		return replay_tf(p, t, s, 0, bt);
@@ -679,6 +699,11 @@ struct trace_result {
 	uint64_t reserved[2];
 	uint32_t regions[2];
 	int64_t placement_diff;		/* first id placed differently; -1 */
+	/* [K_CORE] above and below: ours (cfg.policy); per policy here */
+	uint64_t pol_reserved[NR_POL];
+	uint32_t pol_regions[NR_POL];
+	uint64_t pol_fixed_fails[3][NR_POL];
+	uint64_t pol_min_pool[NR_POL];
 	/* fixed pools at 1.0, 1.25, 1.5 x peak_rounded */
 	uint64_t fixed_fails[3][2];
 	uint64_t fixed_size[3];
@@ -699,7 +724,7 @@ static void bench_speed(struct trace_result *res)
 	const struct trace *t = res->t;
 	struct tsamples ts[NR_V];
 	struct rstate s;
-	struct pool p[3];
+	struct pool p[V_MALLOC];
 	uint64_t reps;
 	int v, r;
 
@@ -709,6 +734,7 @@ static void bench_speed(struct trace_result *res)
 	pool_init(&p[V_CORE_H], K_CORE, 1, FIRST_REGION);
 	pool_init(&p[V_CORE_A], K_CORE, 1, FIRST_REGION);
 	pool_init(&p[V_TF], K_TF, 1, FIRST_REGION);
+	pool_init_pol(&p[V_CORE_REF], K_CORE, cfg.cand, 1, FIRST_REGION);
 	for (v = 0; v < NR_V; v++)
 		ts_init(&ts[v], s.nb,
 			(uint32_t)(cfg.runs * (reps / s.group)));
@@ -736,7 +762,7 @@ static void bench_speed(struct trace_result *res)
 	}
 	for (v = 0; v < NR_V; v++)
 		res->ns[v] = ts_estimate(&ts[v], s.ops_per_rep);
-	for (v = 0; v < 3; v++)
+	for (v = 0; v < V_MALLOC; v++)
 		pool_destroy(&p[v]);
 	rstate_free(&s);
 }
@@ -744,14 +770,14 @@ static void bench_speed(struct trace_result *res)
 /* ------------------------------------------------------------------------
  * Section 2: fragmentation.
  */
-static uint64_t replay_once(enum kind k, int growth, uint64_t size,
-			    const struct trace *t, struct rstate *s,
-			    struct pool *keep)
+static uint64_t replay_once(enum kind k, uint32_t pol, int growth,
+			    uint64_t size, const struct trace *t,
+			    struct rstate *s, struct pool *keep)
 {
 	struct pool p;
 	uint64_t fails;
 
-	pool_init(&p, k, growth, size);
+	pool_init_pol(&p, k, pol, growth, size);
 	memset(s->addr, 0, t->nr_ids * sizeof(*s->addr));
 	if (k == K_CORE)
 		fails = replay_core(&p, t, s, 0, 1, NULL);
@@ -766,10 +792,10 @@ static uint64_t replay_once(enum kind k, int growth, uint64_t size,
 	return fails;
 }
 
-static uint64_t fixed_fails(enum kind k, uint64_t size, const struct trace *t,
-			    struct rstate *s)
+static uint64_t fixed_fails(enum kind k, uint32_t pol, uint64_t size,
+			    const struct trace *t, struct rstate *s)
 {
-	return replay_once(k, 0, size, t, s, NULL);
+	return replay_once(k, pol, 0, size, t, s, NULL);
 }
 
 /* Smallest fixed pool (one region) that serves the whole trace without a
@@ -778,19 +804,20 @@ static uint64_t fixed_fails(enum kind k, uint64_t size, const struct trace *t,
  * size with no failure, then bisection on the fine grid inside the last
  * coarse step (assumes failures do not come back within that step).
  */
-static uint64_t min_pool(enum kind k, const struct trace *t, struct rstate *s,
-			 uint64_t lo, int exact, uint64_t fine)
+static uint64_t min_pool(enum kind k, uint32_t pol, const struct trace *t,
+			 struct rstate *s, uint64_t lo, int exact,
+			 uint64_t fine)
 {
 	uint64_t cap = 4 * lo, sz, coarse = 64 * fine, a, b;
 
 	if (exact) {
 		for (sz = lo; sz <= cap; sz += fine)
-			if (!fixed_fails(k, sz, t, s))
+			if (!fixed_fails(k, pol, sz, t, s))
 				return sz;
 		return 0;
 	}
 	for (sz = lo; sz <= cap + coarse; sz += coarse)
-		if (!fixed_fails(k, sz, t, s))
+		if (!fixed_fails(k, pol, sz, t, s))
 			break;
 	if (sz > cap + coarse)
 		return 0;
@@ -803,7 +830,7 @@ static uint64_t min_pool(enum kind k, const struct trace *t, struct rstate *s,
 
 		if (m == a)
 			m += fine;
-		if (fixed_fails(k, m, t, s))
+		if (fixed_fails(k, pol, m, t, s))
 			a = m;
 		else
 			b = m;
@@ -811,59 +838,96 @@ static uint64_t min_pool(enum kind k, const struct trace *t, struct rstate *s,
 	return b;
 }
 
+/* Is policy pol in sections 2-4?  ours' and TF's (the reference) always. */
+static int pol_on(uint32_t pol)
+{
+	return pol == cfg.policy || pol == BFC_POLICY_TF || pol == cfg.cand ||
+	       (cfg.policies & (1u << pol));
+}
+
 static int bench_frag(struct trace_result *res)
 {
 	const struct trace *t = res->t;
 	struct rstate s, s2;
 	struct pool p;
-	uint32_t i;
+	uint32_t i, j, pol;
 	int bad = 0, m;
-	enum kind k;
 
 	rstate_init(&s, t);
 	rstate_init(&s2, t);
 
-	/* Growth on demand, TF's Extend rule, the same for both; also check
-	 * both allocators' structures with the trace's final chunks live.
+	/* Growth on demand, TF's Extend rule, the same for all; also check
+	 * the structures with the trace's final chunks live.  The core with
+	 * TF's placement first (its addresses are kept in s for the
+	 * comparison below), then TF's baseline, then the other policies.
 	 */
-	for (k = K_CORE; k <= K_TF; k++) {
-		struct rstate *st = k == K_CORE ? &s : &s2;
-		uint64_t f = replay_once(k, 1, FIRST_REGION, t, st, &p);
+	for (i = 0; i <= NR_POL; i++) {
+		enum kind k = i == 1 ? K_TF : K_CORE;
+		struct rstate *st = i == 0 ? &s : &s2;
+		uint64_t f;
 
+		pol = i == 0 ? BFC_POLICY_TF : i - 1;
+		if (k == K_CORE && !pol_on(pol))
+			continue;
+		f = replay_once(k, pol, 1, FIRST_REGION, t, st, &p);
 		if (f)
 			die(3, "%s: failures while growing", t->name);
 		bad |= pool_check(&p, t->name) != 0;
-		res->reserved[k] = p.reserved;
-		res->regions[k] = p.regions;
+		if (k == K_TF) {
+			res->reserved[K_TF] = p.reserved;
+			res->regions[K_TF] = p.regions;
+		} else {
+			res->pol_reserved[pol] = p.reserved;
+			res->pol_regions[pol] = p.regions;
+		}
 		free_end_live(&p, st);
 		bad |= pool_check(&p, t->name) != 0;
 		pool_destroy(&p);
-	}
-	/* Same policy (best fit, lowest address, same split rule): both
-	 * should place every chunk at the same address.
-	 */
-	res->placement_diff = -1;
-	for (i = 0; i < t->nr_ids; i++)
-		if (s.addr[i] != s2.addr[i]) {
-			res->placement_diff = i;
-			break;
-		}
-
-	for (m = 0; m < 3; m++) {
-		uint64_t sz = round_up((uint64_t)(fixed_mult[m] *
-					(double)res->peak_rounded), GRAN);
-
-		res->fixed_size[m] = sz;
-		for (k = K_CORE; k <= K_TF; k++)
-			res->fixed_fails[m][k] = fixed_fails(k, sz, t, &s);
+		if (k != K_TF)
+			continue;
+		/* Same placement (best fit, lowest address, same split
+		 * rule): TF's and the core's with policy tf should put
+		 * every chunk at the same address.
+		 */
+		res->placement_diff = -1;
+		for (j = 0; j < t->nr_ids; j++)
+			if (s.addr[j] != s2.addr[j]) {
+				res->placement_diff = j;
+				break;
+			}
 	}
 
-	/* exact scan for small traces (the same bound as BENCH_QUICK's) */
 	res->min_exact = res->peak_rounded <= QUICK_FRAG_MAX;
 	res->min_step = round_up(res->peak_rounded / 4096, GRAN);
-	for (k = K_CORE; k <= K_TF; k++)
-		res->min_pool[k] = min_pool(k, t, &s, res->peak_rounded,
-					    res->min_exact, res->min_step);
+	for (m = 0; m < 3; m++)
+		res->fixed_size[m] = round_up((uint64_t)(fixed_mult[m] *
+					      (double)res->peak_rounded), GRAN);
+	for (m = 0; m < 3; m++)
+		res->fixed_fails[m][K_TF] = fixed_fails(K_TF, 0,
+							res->fixed_size[m],
+							t, &s);
+	/* exact scan for small traces (the same bound as BENCH_QUICK's) */
+	res->min_pool[K_TF] = min_pool(K_TF, 0, t, &s, res->peak_rounded,
+				       res->min_exact, res->min_step);
+	for (pol = 0; pol < NR_POL; pol++) {
+		if (!pol_on(pol))
+			continue;
+		for (m = 0; m < 3; m++)
+			res->pol_fixed_fails[m][pol] =
+				fixed_fails(K_CORE, pol, res->fixed_size[m],
+					    t, &s);
+		res->pol_min_pool[pol] = min_pool(K_CORE, pol, t, &s,
+						  res->peak_rounded,
+						  res->min_exact,
+						  res->min_step);
+	}
+	/* ours: the core with its policy */
+	res->reserved[K_CORE] = res->pol_reserved[cfg.policy];
+	res->regions[K_CORE] = res->pol_regions[cfg.policy];
+	for (m = 0; m < 3; m++)
+		res->fixed_fails[m][K_CORE] =
+			res->pol_fixed_fails[m][cfg.policy];
+	res->min_pool[K_CORE] = res->pol_min_pool[cfg.policy];
 	rstate_free(&s);
 	rstate_free(&s2);
 	return bad;
@@ -1233,16 +1297,19 @@ static void print_header(int nr_traces)
 	printf("BFC core benchmark%s\n", cfg.quick ? " (BENCH_QUICK: smoke run, figures not meaningful)" : "");
 	printf("  cpu: %s; clock: CLOCK_MONOTONIC; %d timed runs after a warm-up, medians (see each section)\n",
 	       cpu, cfg.runs);
-	printf("  ours: core/bfc.c built -O2, no sanitizers, %s; TF: bench/tf_bfc.cc (TensorFlow's BFC structures, -O2);\n",
+	printf("  ours: core/bfc.c built -O2, no sanitizers, %s, placement policy '%s' (the library's\n"
+	       "  and the module's default: '%s'); TF: bench/tf_bfc.cc (TensorFlow's BFC structures, -O2);\n",
 #ifdef NDEBUG
-	       "NDEBUG (BFC_ASSERT off)"
+	       "NDEBUG (BFC_ASSERT off)",
 #else
-	       "BFC_ASSERT on (assert)"
+	       "BFC_ASSERT on (assert)",
 #endif
-	       );
+	       bfc_policy_name(cfg.policy),
+	       bfc_policy_name(BFC_POLICY_DEFAULT));
 	printf("  malloc: the C library's malloc/free (speed only; the bench never touches the memory; glibc serves\n"
 	       "  requests above its mmap threshold (dynamic, up to 32 MiB) with mmap/munmap system calls).\n");
-	printf("  granularity %llu B for both allocators, TF's defaults (split when chunk >= 2x request or leftover >= 128 MiB);\n",
+	printf("  granularity %llu B for both allocators, TF's defaults (split when chunk >= 2x request or leftover >= 128 MiB;\n"
+	       "  the core's policies other than tf always split);\n",
 	       GRAN);
 	printf("  addresses are abstract: no memory is mapped or touched.  %d trace(s), seed %llu.\n",
 	       nr_traces, (unsigned long long)cfg.seed);
@@ -1292,21 +1359,67 @@ static void print_speed(struct trace_result *res, int n)
 			       (unsigned long long)r->malloc_fails);
 	}
 	rule();
+	printf("   ours is the core with placement policy '%s'; the same core with the candidate policy '%s'\n"
+	       "   (targets P1-P5), free by address, replayed in the same turns (ratio > 1: candidate slower):\n",
+	       bfc_policy_name(cfg.policy), bfc_policy_name(cfg.cand));
+	printf("%-20s %14s %14s %10s\n", "trace", "ours(addr)", "candidate",
+	       "cand/ours");
+	for (i = 0; i < n; i++) {
+		struct trace_result *r = &res[i];
+
+		printf("%-20.20s %14.1f %14.1f %9.3fx\n", r->t->name,
+		       r->ns[V_CORE_A], r->ns[V_CORE_REF],
+		       r->ns[V_CORE_REF] / r->ns[V_CORE_A]);
+	}
+	rule();
+}
+
+/* Fixed pool size a as an extra over the peak, in %. */
+static double extra_pct(uint64_t a, const struct trace_result *r)
+{
+	return 100.0 * ((double)a / (double)r->peak_rounded - 1);
+}
+
+/* A MiniMalloc instance: peak live exactly 1 MiB (the arena it needs
+ * beyond that is what section 4 reports).
+ */
+static int is_unit_peak(const struct trace_result *r)
+{
+	return r->peak_rounded == (1ull << 20) &&
+	       r->t->peak_live_requested == (1ull << 20);
+}
+
+static void print_policies(void)
+{
+	uint32_t pol;
+
+	printf("   Policies (the core's placement, bfc_params.policy; 'ours' elsewhere is '%s'):",
+	       bfc_policy_name(cfg.policy));
+	for (pol = 0; pol < NR_POL; pol++)
+		if (pol_on(pol))
+			printf(" %s", bfc_policy_name(pol));
+	printf(".\n   TF's columns are the TF-structured baseline; the core's 'tf' policy places exactly as it does.\n");
 }
 
 static void print_frag(struct trace_result *res, int n)
 {
-	char b1[32], b2[32], b3[32], b4[32];
+	char b1[32], b2[32], b3[32];
+	uint32_t pol;
 	int i, m;
 
 	printf("\n2. Fragmentation, growth on demand (TF's Extend: first region 1 MiB, doubled until it holds the request,\n"
 	       "   then doubled again for the next one; regions never adjacent, never returned).\n"
-	       "   reserved = bytes in regions at the end (= peak); ratio = reserved / peak live requested bytes.\n"
-	       "   'same placement': both allocators put every chunk at the same address.\n");
+	       "   reserved = bytes in regions at the end (= peak); ratio = reserved / peak live requested bytes, for TF\n"
+	       "   and for each policy of the core.  'same placement': the core with policy tf puts every chunk at\n"
+	       "   the same address as TF.\n");
+	print_policies();
 	rule();
-	printf("%-24s %13s %13s %12s %7s %12s %7s %5s %s\n", "trace",
-	       "peak live req", "peak live@256", "ours resv", "ratio",
-	       "TF resv", "ratio", "rgns", "same placement");
+	printf("%-22s %13s %12s %7s", "trace", "peak live req", "TF resv",
+	       "ratio");
+	for (pol = 0; pol < NR_POL; pol++)
+		if (pol_on(pol))
+			printf(" %7s", bfc_policy_name(pol));
+	printf("  same placement\n");
 	rule();
 	for (i = 0; i < n; i++) {
 		struct trace_result *r = &res[i];
@@ -1314,7 +1427,7 @@ static void print_frag(struct trace_result *res, int n)
 		char pd[48];
 
 		if (r->frag_skipped) {
-			printf("%-24.24s %13s   skipped (BENCH_QUICK)\n", r->t->name,
+			printf("%-22.22s %13s   skipped (BENCH_QUICK)\n", r->t->name,
 			       human(r->t->peak_live_requested, b1, 32));
 			continue;
 		}
@@ -1323,41 +1436,50 @@ static void print_frag(struct trace_result *res, int n)
 		else
 			snprintf(pd, sizeof(pd), "no (from alloc id %lld)",
 				 (long long)r->placement_diff);
-		printf("%-24.24s %13s %13s %12s %7.3f %12s %7.3f %2u/%-2u %s\n",
-		       r->t->name, human(r->t->peak_live_requested, b1, 32),
-		       human(r->peak_rounded, b2, 32),
-		       human(r->reserved[K_CORE], b3, 32),
-		       (double)r->reserved[K_CORE] / pr,
-		       human(r->reserved[K_TF], b4, 32),
-		       (double)r->reserved[K_TF] / pr, r->regions[K_CORE],
-		       r->regions[K_TF], pd);
+		printf("%-22.22s %13s %12s %7.3f", r->t->name,
+		       human(r->t->peak_live_requested, b1, 32),
+		       human(r->reserved[K_TF], b2, 32),
+		       (double)r->reserved[K_TF] / pr);
+		for (pol = 0; pol < NR_POL; pol++)
+			if (pol_on(pol))
+				printf(" %7.3f",
+				       (double)r->pol_reserved[pol] / pr);
+		printf("  %s\n", pd);
 	}
 	rule();
 
 	printf("\n3. Failed allocations in a FIXED pool (one region, no growth) of 1.0x / 1.25x / 1.5x the peak live bytes\n"
 	       "   rounded to 256 B (what a perfect packer at this granularity needs).  A failed allocation is counted\n"
-	       "   and the trace goes on without it (its free is skipped).  Figures: ours / TF.\n");
+	       "   and the trace goes on without it (its free is skipped).  Figures: TF");
+	for (pol = 0; pol < NR_POL; pol++)
+		if (pol_on(pol))
+			printf(" / %s", bfc_policy_name(pol));
+	printf(".\n");
 	rule();
-	printf("%-24s %8s", "trace", "allocs");
+	printf("%-22s %7s", "trace", "allocs");
 	for (m = 0; m < 3; m++)
-		printf("   %5.2fx pool: fails", fixed_mult[m]);
+		printf("  %5.2fx pool: fails%*s", fixed_mult[m], 6, "");
 	printf("\n");
 	rule();
 	for (i = 0; i < n; i++) {
 		struct trace_result *r = &res[i];
 
-		printf("%-24.24s %8u", r->t->name, r->t->nr_ids);
+		printf("%-22.22s %7u", r->t->name, r->t->nr_ids);
 		if (r->frag_skipped) {
 			printf("   skipped (BENCH_QUICK)\n");
 			continue;
 		}
 		for (m = 0; m < 3; m++) {
-			char c[40];
+			char c[80];
+			int len = snprintf(c, sizeof(c), "%llu",
+					   (unsigned long long)r->fixed_fails[m][K_TF]);
 
-			snprintf(c, sizeof(c), "%llu / %llu",
-				 (unsigned long long)r->fixed_fails[m][K_CORE],
-				 (unsigned long long)r->fixed_fails[m][K_TF]);
-			printf("   %19s", c);
+			for (pol = 0; pol < NR_POL; pol++)
+				if (pol_on(pol) && len > 0 && len < (int)sizeof(c))
+					len += snprintf(c + len, sizeof(c) - (size_t)len,
+							"/%llu",
+							(unsigned long long)r->pol_fixed_fails[m][pol]);
+			printf("  %-24s", c);
 		}
 		printf("\n");
 	}
@@ -1366,40 +1488,51 @@ static void print_frag(struct trace_result *res, int n)
 	printf("\n4. Smallest FIXED pool that serves the whole trace with no failure (one region, no growth).\n"
 	       "   Scanned upward from the peak live bytes at 256 B: small traces (peak <= 64 MiB) try every step of\n"
 	       "   'step' in order (exact); larger ones scan in steps of 64 x 'step' and bisect the last one.\n"
-	       "   extra = pool / peak live bytes - 1 (MiniMalloc: arena needed beyond its 1 MiB peak).\n");
+	       "   extra = pool / peak live bytes - 1, for TF and each policy (MiniMalloc: also the arena needed\n"
+	       "   beyond its 1 MiB peak, in KiB).\n");
 	rule();
-	printf("%-24s %12s %9s %13s %9s %13s %9s %s\n", "trace", "peak live",
-	       "step", "ours pool", "extra", "TF pool", "extra", "method");
+	printf("%-22s %11s %9s %11s %8s", "trace", "peak live", "step",
+	       "TF pool", "extra");
+	for (pol = 0; pol < NR_POL; pol++)
+		if (pol_on(pol))
+			printf(" %8s", bfc_policy_name(pol));
+	printf(" %s\n", "method");
 	rule();
 	for (i = 0; i < n; i++) {
 		struct trace_result *r = &res[i];
-		double pk = (double)r->peak_rounded;
-		char e0[32], e1[32];
 
 		if (r->frag_skipped) {
-			printf("%-24.24s %12s %9s %13s %9s %13s %9s %s\n",
-			       r->t->name, human(r->peak_rounded, b1, 32), "-",
-			       "-", "-", "-", "-", "skipped (BENCH_QUICK)");
+			printf("%-22.22s %11s %9s %s\n", r->t->name,
+			       human(r->peak_rounded, b1, 32), "-",
+			       "skipped (BENCH_QUICK)");
 			continue;
 		}
-		snprintf(e0, sizeof(e0), "%+.2f%%",
-			 100.0 * ((double)r->min_pool[K_CORE] / pk - 1));
-		snprintf(e1, sizeof(e1), "%+.2f%%",
-			 100.0 * ((double)r->min_pool[K_TF] / pk - 1));
-		printf("%-24.24s %12s %9s %13s %9s %13s %9s %s\n", r->t->name,
+		printf("%-22.22s %11s %9s %11s", r->t->name,
 		       human(r->peak_rounded, b1, 32),
 		       human(r->min_step, b2, 32),
-		       r->min_pool[K_CORE] ? human(r->min_pool[K_CORE], b3, 32) : "> 4x",
-		       r->min_pool[K_CORE] ? e0 : "-",
-		       r->min_pool[K_TF] ? human(r->min_pool[K_TF], b4, 32) : "> 4x",
-		       r->min_pool[K_TF] ? e1 : "-",
-		       r->min_exact ? "exact" : "coarse+bisect");
-		if (r->peak_rounded == (1ull << 20) && r->min_pool[K_CORE] &&
-		    r->min_pool[K_TF])
-			printf("%-24s beyond 1 MiB: ours %llu KiB, TF %llu KiB\n",
-			       "",
-			       (unsigned long long)((r->min_pool[K_CORE] - (1ull << 20)) >> 10),
+		       r->min_pool[K_TF] ? human(r->min_pool[K_TF], b3, 32) : "> 4x");
+		if (r->min_pool[K_TF])
+			printf(" %+7.2f%%", extra_pct(r->min_pool[K_TF], r));
+		else
+			printf(" %8s", "-");
+		for (pol = 0; pol < NR_POL; pol++) {
+			if (!pol_on(pol))
+				continue;
+			if (r->pol_min_pool[pol])
+				printf(" %+7.2f%%", extra_pct(r->pol_min_pool[pol], r));
+			else
+				printf(" %8s", "> 4x");
+		}
+		printf(" %s\n", r->min_exact ? "exact" : "coarse+bisect");
+		if (is_unit_peak(r) && r->min_pool[K_TF]) {
+			printf("%-22s beyond 1 MiB, KiB: TF %llu", "",
 			       (unsigned long long)((r->min_pool[K_TF] - (1ull << 20)) >> 10));
+			for (pol = 0; pol < NR_POL; pol++)
+				if (pol_on(pol) && r->pol_min_pool[pol])
+					printf(", %s %llu", bfc_policy_name(pol),
+					       (unsigned long long)((r->pol_min_pool[pol] - (1ull << 20)) >> 10));
+			printf("\n");
+		}
 	}
 	rule();
 }
@@ -1461,10 +1594,33 @@ static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [--quick] [--seed N] [--runs N] [--scale-trace NAME]\n"
-		"          [--scales 1..4] [--no-replay] [--no-frag] [--no-scale] TRACE.csv...\n"
-		"  BENCH_QUICK=1 in the environment is the same as --quick.\n",
-		argv0);
+		"          [--scales 1..4] [--no-replay] [--no-frag] [--no-scale]\n"
+		"          [--policy NAME] [--candidate NAME] [--policies NAME,...] TRACE.csv...\n"
+		"  BENCH_QUICK=1 in the environment is the same as --quick.\n"
+		"  --policy: the core's placement policy for 'ours' (default %s);\n"
+		"  --candidate: the policy targets P1-P5 measure (default half);\n"
+		"  --policies: those in sections 2-4 besides ours, tf and the candidate (default all).\n"
+		"  Policies: tf exact seg half.\n",
+		argv0, bfc_policy_name(BFC_POLICY_DEFAULT));
 	exit(1);
+}
+
+/* "a,b,c" -> cfg.policies; -1 on an unknown name. */
+static int parse_policies(const char *list)
+{
+	char buf[128], *tok, *save = NULL;
+	int pol;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	cfg.policies = 0;
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		pol = bfc_policy_parse(tok);
+		if (pol < 0)
+			return -1;
+		cfg.policies |= 1u << pol;
+	}
+	return 0;
 }
 
 static const char *pf(int pass)
@@ -1519,6 +1675,106 @@ static void target_flag(struct tally *t, enum reading r, const char *label,
 	target_row(t, r, label, "", pass, NULL);
 }
 
+/* Smallest fixed pool of policy pol against TF's on the traces of the run
+ * (section 4): how many strictly below, and the worst excess (%).
+ */
+static void pol_vs_tf(const struct trace_result *res, int n, uint32_t pol,
+		      int *below, int *total, double *worst, const char **w)
+{
+	int i;
+
+	*below = 0;
+	*total = 0;
+	*worst = -INFINITY;
+	*w = "";
+	for (i = 0; i < n; i++) {
+		const struct trace_result *r = &res[i];
+		double x;
+
+		if (r->frag_skipped || !r->min_pool[K_TF])
+			continue;
+		(*total)++;
+		/* not found (> 4x the peak) is a loss */
+		x = r->pol_min_pool[pol] ?
+		    100.0 * ((double)r->pol_min_pool[pol] /
+			     (double)r->min_pool[K_TF] - 1) : INFINITY;
+		*below += x < 0;
+		if (x > *worst) {
+			*worst = x;
+			*w = r->t->name;
+		}
+	}
+}
+
+/* The placement targets, on section 4's smallest fixed pools. */
+static void placement_targets(struct tally *tl, const struct trace_result *res,
+			      int n)
+{
+	const char *name = bfc_policy_name(cfg.cand), *w;
+	int below, total, i, found = 0;
+	double worst;
+	uint32_t pol;
+	char v[48], l[96];
+
+	pol_vs_tf(res, n, cfg.cand, &below, &total, &worst, &w);
+	printf("    P1-P5 measure the candidate policy '%s' (--candidate); ours is '%s', the default.\n",
+	       name, bfc_policy_name(cfg.policy));
+	printf("P1  policy '%s': smallest fixed pool strictly below TF on >= 5 of 7 traces (here: >= 5/7 of them)\n",
+	       name);
+	snprintf(v, sizeof(v), "%d of %d", below, total);
+	target_row(tl, R_ISSUE, "traces below TF", v,
+		   total && below * 7 >= total * 5, NULL);
+	printf("P2  policy '%s': smallest fixed pool never above TF's by more than 1%%\n", name);
+	if (total)
+		snprintf(v, sizeof(v), "%+.2f%%", worst);
+	else
+		snprintf(v, sizeof(v), "none");
+	snprintf(l, sizeof(l), "(worst: %s)", w);
+	target_row(tl, R_ISSUE, "worst excess over TF", v, worst <= 1.0, l);
+	for (i = 0; i < n; i++) {
+		const struct trace_result *r = &res[i];
+
+		if (r->frag_skipped || !strstr(r->t->name, "hta_ddp_v100_rank1"))
+			continue;
+		printf("P3  policy '%s': hta_ddp_v100_rank1's smallest fixed pool <= +10%% over its peak\n", name);
+		snprintf(v, sizeof(v), "%+.2f%%", r->pol_min_pool[cfg.cand] ?
+			 extra_pct(r->pol_min_pool[cfg.cand], r) : INFINITY);
+		snprintf(l, sizeof(l), "(TF %+.2f%%)", extra_pct(r->min_pool[K_TF], r));
+		target_row(tl, R_ISSUE, "hta_ddp_v100_rank1 extra", v,
+			   r->pol_min_pool[cfg.cand] &&
+			   extra_pct(r->pol_min_pool[cfg.cand], r) <= 10.0, l);
+	}
+	for (i = 0; i < n; i++) {
+		const struct trace_result *r = &res[i];
+		uint64_t ours, tf;
+
+		if (r->frag_skipped || !is_unit_peak(r) || !r->min_pool[K_TF])
+			continue;
+		if (!found++)
+			printf("P4  policy '%s': each MiniMalloc trace's arena beyond 1 MiB down by >= 1/4 from TF's\n", name);
+		tf = r->min_pool[K_TF] - (1ull << 20);
+		ours = r->pol_min_pool[cfg.cand] ?
+		       r->pol_min_pool[cfg.cand] - (1ull << 20) : UINT64_MAX;
+		snprintf(v, sizeof(v), "%llu KiB", (unsigned long long)(ours >> 10));
+		snprintf(l, sizeof(l), "(TF %llu KiB, %+.1f%%)",
+			 (unsigned long long)(tf >> 10),
+			 tf ? 100.0 * ((double)ours / (double)tf - 1) : 0.0);
+		target_row(tl, R_ISSUE, r->t->name, v,
+			   ours != UINT64_MAX && 4 * ours <= 3 * tf, l);
+	}
+	printf("    for information, every policy's smallest fixed pool against TF's:\n");
+	for (pol = 0; pol < NR_POL; pol++) {
+		if (!pol_on(pol))
+			continue;
+		pol_vs_tf(res, n, pol, &below, &total, &worst, &w);
+		if (!total)
+			continue;
+		printf("      %-6s below TF on %d of %d traces, worst %+.2f%% (%s)%s\n",
+		       bfc_policy_name(pol), below, total, worst, w,
+		       worst <= 1.0 ? "" : ": loses by > 1%, cannot be the default");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct trace *traces;
@@ -1550,7 +1806,22 @@ int main(int argc, char **argv)
 			cfg.do_scale = 0;
 		else if (!strcmp(argv[i], "--scales") && i + 1 < argc)
 			max_scales = atoi(argv[++i]);
-		else
+		else if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
+			int pol = bfc_policy_parse(argv[++i]);
+
+			if (pol < 0)
+				usage(argv[0]);
+			cfg.policy = (uint32_t)pol;
+		} else if (!strcmp(argv[i], "--candidate") && i + 1 < argc) {
+			int pol = bfc_policy_parse(argv[++i]);
+
+			if (pol < 0)
+				usage(argv[0]);
+			cfg.cand = (uint32_t)pol;
+		} else if (!strcmp(argv[i], "--policies") && i + 1 < argc) {
+			if (parse_policies(argv[++i]))
+				usage(argv[0]);
+		} else
 			usage(argv[0]);
 	}
 	if (i >= argc || cfg.runs < 1 || max_scales < 1)
@@ -1840,6 +2111,26 @@ int main(int argc, char **argv)
 		target_flag(&tl, R_ISSUE, "smallest fixed pool, ours <= TF", ok_m);
 	} else {
 		tl.unmeasured++;
+	}
+	if (cfg.do_frag)
+		placement_targets(&tl, res, nt);
+	if (cfg.do_replay) {
+		double worst = 0, r;
+		const char *w = "";
+		char l[64];
+
+		for (i = 0; i < nt; i++) {
+			r = res[i].ns[V_CORE_REF] / res[i].ns[V_CORE_A];
+			if (r > worst) {
+				worst = r;
+				w = res[i].t->name;
+			}
+		}
+		snprintf(l, sizeof(l), "(slowest: %s)", w);
+		printf("P5  replay speed of policy '%s' within 1.2x of ours ('%s')\n",
+		       bfc_policy_name(cfg.cand), bfc_policy_name(cfg.policy));
+		target_ratio(&tl, R_ISSUE, "replay, every trace, free by addr",
+			     worst, worst <= 1.2, l);
 	}
 	rule();
 	printf("The issue's targets as worded: %d of %d rows PASS.  Beyond them: %d of %d PASS.\n",

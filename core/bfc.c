@@ -5,11 +5,15 @@
  *
  * Design
  * ------
- * What it computes is TensorFlow's BFC, exactly: requests are rounded up to
- * the granularity; the chunk chosen is the smallest free chunk whose size is
- * >= the rounded request, ties broken by the lowest address; it is split
- * (front part returned) by TF's rule, plus PyTorch's max_split_size; a freed
- * chunk coalesces with free physical neighbours in its region.  How it
+ * What it computes is TensorFlow's BFC, exactly (with BFC_POLICY_TF, the
+ * default): requests are rounded up to the granularity; the chunk chosen is
+ * the smallest free chunk whose size is >= the rounded request, ties broken
+ * by the lowest address; it is split (front part returned) by TF's rule,
+ * plus PyTorch's max_split_size; a freed chunk coalesces with free physical
+ * neighbours in its region.  The other placement policies (bfc.h) change
+ * only the split rule (always split) and which end of the chosen chunk is
+ * returned: bfc_create() turns the policy into the split rule's fields and
+ * cut_high_*, and split() is the one place that picks an end.  How it
  * computes it differs, so that no operation slows down with the number of
  * chunks (TF walks a std::set per bin from its smallest element), and so
  * that the common operations are short:
@@ -125,6 +129,34 @@ void bfc_params_default(struct bfc_params *p, uint64_t granularity)
 	p->flags = 0;
 	p->split_threshold = 128ull << 20;
 	p->max_split_size = 0;
+	p->policy = BFC_POLICY_TF;
+	p->unused = 0;
+	p->small_size = 1ull << 20;
+}
+
+static const char *const policy_names[BFC_NR_POLICIES] = {
+	[BFC_POLICY_TF] = "tf",
+	[BFC_POLICY_EXACT] = "exact",
+	[BFC_POLICY_SEGREGATE] = "seg",
+	[BFC_POLICY_HALF] = "half",
+};
+
+const char *bfc_policy_name(uint32_t policy)
+{
+	return policy < BFC_NR_POLICIES ? policy_names[policy] : NULL;
+}
+
+int bfc_policy_parse(const char *name)
+{
+	uint32_t i, j;
+
+	for (i = 0; name && i < BFC_NR_POLICIES; i++) {
+		for (j = 0; policy_names[i][j] && name[j] == policy_names[i][j]; j++)
+			;
+		if (!policy_names[i][j] && !name[j])
+			return (int)i;
+	}
+	return -BFC_EINVAL;
 }
 
 /* Chunk slots and the address index ---------------------------------------- */
@@ -291,7 +323,7 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 		return -BFC_EINVAL;
 	*out = NULL;
 	if (!p || !p->granularity || (p->granularity & (p->granularity - 1)) ||
-	    (p->flags & ~BFC_PARAMS_VALID_FLAGS))
+	    (p->flags & ~BFC_PARAMS_VALID_FLAGS) || p->policy >= BFC_NR_POLICIES)
 		return -BFC_EINVAL;
 	b = bfc_env_alloc(sizeof(*b));
 	if (!b)
@@ -315,6 +347,17 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 		b->ratio_m1 = p->split_ratio - 1;
 		b->ratio_lim = UINT64_MAX / b->ratio_m1;
 	}
+	/* The placement policy: the only place it is read.  EXACT and
+	 * SEGREGATE split whenever there is a rest; SEGREGATE cuts small
+	 * requests from the high end.
+	 */
+	if (p->policy != BFC_POLICY_TF) {
+		b->split_thr = 1;
+		b->ratio_lim = 0;
+	}
+	if (p->policy == BFC_POLICY_SEGREGATE)
+		b->cut_high_below = p->small_size;
+	b->cut_high_rel = p->policy == BFC_POLICY_HALF;
 	/* Slot 0, the nil sentinel, is never on the free list. */
 	b->nr_slots = 1;
 	if (chunks_resize(b, CHUNKS_MIN)) {
@@ -769,6 +812,39 @@ static __always_inline void split_front(struct bfc_chunk *C, uint32_t h,
 	c->size -= r;
 }
 
+/* As split_front(), but chunk n gets the last r bytes of h. */
+static __always_inline void split_back(struct bfc_chunk *C, uint32_t h,
+				       uint32_t n, uint64_t r, uint32_t kr)
+{
+	struct bfc_chunk *c = &C[h], *x = &C[n];
+	uint32_t z = c->next;
+
+	c->size -= r;
+	x->addr = c->addr + c->size;
+	x->size = r;
+	x->prev = h;
+	x->next = z;
+	x->cls = (uint16_t)kr;
+	C[z].prev = n;
+	c->next = n;
+}
+
+/* Split free chunk h for a request of r bytes (class kr) into chunk n, at
+ * the end the placement policy says (see bfc_create()); returns n's
+ * address.  The one place where a policy chooses an end.
+ */
+static __always_inline uint64_t split(const struct bfc *b, struct bfc_chunk *C,
+				      uint32_t h, uint32_t n, uint64_t r,
+				      uint32_t kr)
+{
+	if (unlikely(r < b->cut_high_below ||
+		     (b->cut_high_rel && C[h].size - r > r)))
+		split_back(C, h, n, r, kr);
+	else
+		split_front(C, h, n, r, kr);
+	return C[n].addr;
+}
+
 /* Chunk h at addr, out of the free index with its final size cs, is
  * handed out for size bytes; the caller has told *hp and *ap.
  */
@@ -810,7 +886,7 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 	struct bfc_chunk *C;
 	uint64_t r, cs;
 	uint32_t h, n;
-	bool split = false;
+	bool cut = false;
 
 	if (!size)
 		return -BFC_EINVAL;
@@ -826,14 +902,14 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 		if (r <= b->split_max)
 			goto nomem;
 	} else {
-		split = want_split(b, cs - r, r);
+		cut = want_split(b, cs - r, r);
 	}
-	if (split && slot_reserve(b, 1))
+	if (cut && slot_reserve(b, 1))
 		goto nomem;
 	C = b->chunks;		/* may have moved */
-	if (split) {
+	if (cut) {
 		n = slot_get(b, C);
-		split_front(C, h, n, r, bfc__class_of(b, r));
+		split(b, C, h, n, r, bfc__class_of(b, r));
 		bfc__class_rekey(b, C, h, bfc__class_of(b, cs - r));
 		h = n;
 		cs = r;
@@ -894,9 +970,9 @@ int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
 		if (unlikely(!n || (kn != k && b->cls[kn].min)))
 			goto slow;
 		/* Nothing fails from here. */
-		alloc_tell(hp, ap, n, addr);
 		b->free_slot = C[n].next;
-		split_front(C, h, n, r, kr);
+		addr = split(b, C, h, n, r, kr);
+		alloc_tell(hp, ap, n, addr);
 		if (kn != k)
 			bfc__class_move(b, C, k, kn, h);
 		return alloc_done(b, C, n, addr, size, r);

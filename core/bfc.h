@@ -48,6 +48,49 @@ typedef uint32_t bfc_handle_t;
 #define BFC_MERGE_ADJACENT_REGIONS	(1u << 0)
 #define BFC_PARAMS_VALID_FLAGS		(BFC_MERGE_ADJACENT_REGIONS)
 
+/* Placement policies (struct bfc_params.policy): which end of the chosen
+ * free chunk a request is cut from, and the split rule.  Every policy
+ * chooses the chunk by best fit (smallest free chunk that holds the
+ * rounded request, then the lowest address); chunks, classes, splitting
+ * and coalescing are the same for all.
+ *
+ * BFC_POLICY_TF: TensorFlow's BFC exactly: the request is cut from the
+ *   chunk's low end, split by the split_ratio / split_threshold rule.
+ * BFC_POLICY_EXACT: as TF, but every chunk is split to the rounded size
+ *   (a rest of one granule or more stays free): no chunk is handed out
+ *   larger than asked for, whatever split_ratio and split_threshold say.
+ * BFC_POLICY_SEGREGATE: as EXACT, and a request rounded below small_size
+ *   is cut from the chunk's high end, a larger one from its low end (as
+ *   PyTorch keeps small and large blocks apart): in a large free range
+ *   small chunks gather at the top and large ones at the bottom, so that
+ *   long-lived small chunks do not pin holes between large ones.
+ * BFC_POLICY_HALF: as EXACT, and a request smaller than the rest it
+ *   leaves (the chunk is more than twice the request: TF's split ratio)
+ *   is cut from the chunk's high end, one that takes half of the chunk
+ *   or more from its low end.  The same segregation as SEGREGATE, with
+ *   "small" measured against the free range it is cut from instead of a
+ *   fixed size, so it holds at every scale.
+ *
+ * max_split_size applies to every policy.
+ */
+#define BFC_POLICY_TF		0u
+#define BFC_POLICY_EXACT	1u
+#define BFC_POLICY_SEGREGATE	2u
+#define BFC_POLICY_HALF		3u
+#define BFC_NR_POLICIES		4u
+
+/* The policy the library and the module use unless told otherwise (the
+ * core's own default, bfc_params_default(), stays TF's).
+ */
+#define BFC_POLICY_DEFAULT	BFC_POLICY_TF
+
+/* Policy name ("tf", "exact", "seg", "half") <-> number.  bfc_policy_parse()
+ * returns the number or -EINVAL; bfc_policy_name() returns NULL for a
+ * number that is no policy.
+ */
+int bfc_policy_parse(const char *name);
+const char *bfc_policy_name(uint32_t policy);
+
 struct bfc_params {
 	/* Power of two.  Requests are rounded up to a multiple; region bases
 	 * and sizes must be multiples.  Host pool: PAGE_SIZE; device: 256/512.
@@ -57,7 +100,8 @@ struct bfc_params {
 	 * size R is split when chunk_size >= split_ratio * R, or when
 	 * chunk_size - R >= split_threshold.  TF: ratio 2, threshold 128 MiB.
 	 * split_ratio 0 disables the ratio test.  split_threshold ==
-	 * granularity means "always split" (exact-size chunks).
+	 * granularity means "always split" (exact-size chunks).  Read by
+	 * BFC_POLICY_TF only: the other policies always split.
 	 */
 	uint32_t split_ratio;
 	uint32_t flags;
@@ -69,9 +113,18 @@ struct bfc_params {
 	 * 0 = no limit.
 	 */
 	uint64_t max_split_size;
+	/* BFC_POLICY_*; bfc_create() refuses others (-EINVAL). */
+	uint32_t policy;
+	uint32_t unused;
+	/* BFC_POLICY_SEGREGATE: rounded requests below this are "small".
+	 * Default 1 MiB (PyTorch's small-block limit).
+	 */
+	uint64_t small_size;
 };
 
-/* Fill *p with TensorFlow's defaults for the given granularity. */
+/* Fill *p with TensorFlow's defaults for the given granularity (policy
+ * BFC_POLICY_TF, small_size 1 MiB).
+ */
 void bfc_params_default(struct bfc_params *p, uint64_t granularity);
 
 struct bfc;

@@ -154,6 +154,12 @@ struct bfc {
 	uint64_t split_thr;	/* max(split_threshold, 1); 1 for split_ratio 1 */
 	uint64_t ratio_m1;	/* split_ratio - 1 */
 	uint64_t ratio_lim;	/* largest r with r * ratio_m1 exact; 0: no ratio test */
+	/* Placement: rounded requests below this are cut from the high end
+	 * of their chunk (0: every request from the low end, TF's).
+	 */
+	uint64_t cut_high_below;
+	/* ... and so are those smaller than the rest they leave. */
+	bool cut_high_rel;
 
 	/* Regions: slots with stable indices, and their indices by base. */
 	struct bfc_region *regions;

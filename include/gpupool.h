@@ -62,13 +62,26 @@ enum gp_backend {
 #define GP_OPEN_NO_HUGEPAGES	(1u << 4)	/* never use huge pages */
 #define GP_OPEN_VALID_FLAGS	(0x1fu)
 
+/* Placement policies of the allocators (the BFC core's, docs/placement.md).
+ * DEFAULT is TF, TensorFlow's BFC placement exactly.
+ */
+enum gp_placement {
+	GP_PLACEMENT_DEFAULT = 0,
+	GP_PLACEMENT_TF = 1,
+	GP_PLACEMENT_EXACT = 2,
+	GP_PLACEMENT_SEG = 3,
+	GP_PLACEMENT_HALF = 4,
+};
+
 struct gp_options {
 	uint32_t size;		/* sizeof(struct gp_options); set by gp_options_init */
 	uint32_t flags;		/* GP_OPEN_* */
 	int32_t backend;	/* enum gp_backend */
 	int32_t numa_node;	/* node number, GP_NUMA_ANY or GP_NUMA_NEAR_GPU */
 	int32_t numa_device;	/* the GPU that GP_NUMA_NEAR_GPU refers to */
-	uint32_t pad;
+	int32_t placement;	/* enum gp_placement: how the host and device
+				 * pools place chunks [GP_PLACEMENT_DEFAULT,
+				 * or $GPUPOOL_POLICY] */
 	/* Host side.  0 means the default in brackets. */
 	uint64_t host_limit;		/* bytes mapped at most [no limit] */
 	uint64_t host_cache_max;	/* idle cached bytes kept at most [no cap] */

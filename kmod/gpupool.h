@@ -166,6 +166,7 @@ struct gp_holder {
 
 /* main.c: module parameters as the rest of the module sees them. */
 extern u64 gp_per_process_limit;
+extern u32 gp_policy;		/* BFC_POLICY_* of every sub-pool */
 
 /* pool.c: the sub-pools. */
 extern unsigned int gp_nr_nodes;

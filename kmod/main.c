@@ -51,7 +51,13 @@ module_param(selftest, bool, 0444);
 MODULE_PARM_DESC(selftest,
 		 "Run the BFC core's randomized self-test at load; the load fails if it does (default 0)");
 
+static char *policy = "";
+module_param(policy, charp, 0444);
+MODULE_PARM_DESC(policy,
+		 "Chunk placement: tf (TensorFlow's BFC), exact, seg or half (default: tf); see docs/placement.md");
+
 u64 gp_per_process_limit;
+u32 gp_policy = BFC_POLICY_DEFAULT;
 
 /* Sizes above this are refused: no machine has that much memory, and a
  * node's block array (16 bytes per 2 MiB) must stay well inside what
@@ -168,6 +174,15 @@ static int gp_check_params(int *nids, unsigned int *nr, u64 *pool, u64 *max)
 				    &gp_per_process_limit);
 	if (ret)
 		return ret;
+	if (*policy) {
+		ret = bfc_policy_parse(policy);
+		if (ret < 0) {
+			pr_err("policy=%s: expected tf, exact, seg or half\n",
+			       policy);
+			return -EINVAL;
+		}
+		gp_policy = ret;
+	}
 	if (*max && *max < *pool) {
 		pr_err("max_size=%s is below pool_size=%s\n", max_size,
 		       pool_size);

@@ -855,6 +855,7 @@ static struct gp_node *gp_node_create(int nid, u64 size, u64 limit)
 	p.split_ratio = 0;
 	p.split_threshold = PAGE_SIZE;
 	p.flags = BFC_MERGE_ADJACENT_REGIONS;
+	p.policy = gp_policy;
 	if (bfc_create(&n->bfc, &p))
 		goto out_free_blocks;
 	return n;

@@ -149,7 +149,7 @@ static int gp_st_check(struct gp_st *t, unsigned int op)
 	return 0;
 }
 
-static int gp_st_run(struct gp_st *t)
+static int gp_st_run(struct gp_st *t, u32 policy)
 {
 	struct bfc_params p;
 	struct bfc_stats st;
@@ -160,6 +160,7 @@ static int gp_st_run(struct gp_st *t)
 	p.split_ratio = 0;
 	p.split_threshold = PAGE_SIZE;
 	p.flags = BFC_MERGE_ADJACENT_REGIONS;
+	p.policy = policy;
 	if (bfc_create(&t->b, &p))
 		return -ENOMEM;
 	for (i = 0; i < ARRAY_SIZE(gp_st_regions); i++) {
@@ -205,6 +206,7 @@ static int gp_st_run(struct gp_st *t)
 	return 0;
 }
 
+/* The check with the pool's placement policy (policy=). */
 int gp_selftest(void)
 {
 	struct gp_st *t;
@@ -214,13 +216,14 @@ int gp_selftest(void)
 	if (!t)
 		return -ENOMEM;
 	t->rng = 0x9e3779b97f4a7c15ULL;
-	ret = gp_st_run(t);
+	ret = gp_st_run(t, gp_policy);
 	if (t->b)
 		bfc_destroy(t->b);
 	kfree(t);
 	if (ret)
-		pr_err("FAILED\n");
+		pr_err("FAILED (policy %s)\n", bfc_policy_name(gp_policy));
 	else
-		pr_info("passed (%u random operations)\n", GP_ST_OPS);
+		pr_info("passed (%u random operations, policy %s)\n", GP_ST_OPS,
+			bfc_policy_name(gp_policy));
 	return ret;
 }

@@ -73,6 +73,15 @@ static int gp_apply_env(struct gp_ctx *ctx)
 	}
 	if (gp_env_true("GPUPOOL_REQUIRE_CUDA"))
 		o->flags |= GP_OPEN_REQUIRE_CUDA;
+	b = getenv("GPUPOOL_POLICY");
+	if (o->placement == GP_PLACEMENT_DEFAULT && b && *b) {
+		int pol = bfc_policy_parse(b);
+
+		if (pol < 0)
+			return gp_err(NULL, -EINVAL,
+				      "GPUPOOL_POLICY=%s: expected tf, exact, seg or half", b);
+		o->placement = GP_PLACEMENT_TF + pol;
+	}
 	if (!o->host_limit)
 		o->host_limit = gp_env_bytes("GPUPOOL_HOST_LIMIT", NULL);
 	if (!o->dev_limit && o->dev_limit_fraction == 0.0)
@@ -89,6 +98,8 @@ static int gp_check_options(const struct gp_options *o)
 			      o->flags & ~GP_OPEN_VALID_FLAGS);
 	if (o->backend < GP_BACKEND_AUTO || o->backend > GP_BACKEND_USER)
 		return gp_err(NULL, -EINVAL, "gp_open: unknown backend %d", o->backend);
+	if (o->placement < GP_PLACEMENT_DEFAULT || o->placement > GP_PLACEMENT_HALF)
+		return gp_err(NULL, -EINVAL, "gp_open: unknown placement %d", o->placement);
 	if (o->numa_node < GP_NUMA_NEAR_GPU)
 		return gp_err(NULL, -EINVAL, "gp_open: bad numa_node %d", o->numa_node);
 	if (!(o->dev_limit_fraction >= 0.0 && o->dev_limit_fraction <= 1.0))

@@ -30,6 +30,7 @@ static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
 	if (!ds)
 		return gp_err(ctx, -ENOMEM, "out of memory for a stream pool");
 	bfc_params_default(&bp, GP_DEV_GRAN);
+	bp.policy = gp_bfc_policy(ctx);
 	if (bfc_create(&ds->b, &bp)) {
 		free(ds);
 		return gp_err(ctx, -ENOMEM, "out of memory for a stream pool");

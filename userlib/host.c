@@ -479,10 +479,12 @@ int gp_host_init(struct gp_ctx *ctx)
 	int ret;
 
 	bfc_params_default(&p, GP_HOST_SMALL_GRAN);
+	p.policy = gp_bfc_policy(ctx);
 	ret = bfc_create(&ctx->hp[GP_POOL_SMALL].b, &p);
 	if (ret)
 		return gp_err(ctx, -ENOMEM, "cannot create the small host pool");
 	bfc_params_default(&p, gp_host_page(ctx));
+	p.policy = gp_bfc_policy(ctx);
 	ret = bfc_create(&ctx->hp[GP_POOL_LARGE].b, &p);
 	if (ret)
 		return gp_err(ctx, -ENOMEM, "cannot create the large host pool");

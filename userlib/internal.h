@@ -196,4 +196,15 @@ int gp_kernel_probe(struct gp_ctx *ctx, bool forced);
 /* Map a chunk descriptor from GPUPOOL_IOC_EXPORT; -ENOTTY if fd is not one. */
 int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
 
+/* The BFC placement policy of every pool of the context. */
+_Static_assert(GP_PLACEMENT_TF + BFC_POLICY_HALF == GP_PLACEMENT_HALF &&
+	       GP_PLACEMENT_TF + BFC_POLICY_SEGREGATE == GP_PLACEMENT_SEG &&
+	       GP_PLACEMENT_TF + BFC_POLICY_EXACT == GP_PLACEMENT_EXACT,
+	       "gp_placement follows BFC_POLICY_*");
+static inline uint32_t gp_bfc_policy(const struct gp_ctx *ctx)
+{
+	return ctx->opt.placement == GP_PLACEMENT_DEFAULT ? BFC_POLICY_DEFAULT :
+	       (uint32_t)(ctx->opt.placement - GP_PLACEMENT_TF);
+}
+
 #endif /* GPUPOOL_USERLIB_INTERNAL_H */

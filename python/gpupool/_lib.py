@@ -23,7 +23,7 @@ class _Options(ctypes.Structure):
     _fields_ = [
         ("size", ctypes.c_uint32), ("flags", ctypes.c_uint32),
         ("backend", ctypes.c_int32), ("numa_node", ctypes.c_int32),
-        ("numa_device", ctypes.c_int32), ("pad", ctypes.c_uint32),
+        ("numa_device", ctypes.c_int32), ("placement", ctypes.c_int32),
         ("host_limit", ctypes.c_uint64), ("host_cache_max", ctypes.c_uint64),
         ("host_gc_idle_ms", ctypes.c_uint64),
         ("host_small_segment", ctypes.c_uint64),

@@ -5,7 +5,8 @@
  * The input picks the allocator's parameters (granularity 1 to 2^63, or
  * any 64-bit value, which bfc_create must refuse unless it is a power of
  * two; split ratio and threshold; max_split_size; flags, unknown bits
- * included), then a sequence of operations on its public API: regions
+ * included; the placement policy, every one and an unknown one, and its
+ * small_size), then a sequence of operations on its public API: regions
  * added (adjacent above and below others, overlapping, misaligned, empty,
  * ending near 2^64), removed by id (known, unknown, busy) and all at once;
  * allocations of sizes from 0 to near 2^64, exact fits of free chunks and
@@ -265,17 +266,26 @@ static void op_create(struct st *s)
 	sel = fz_u8(&s->f);
 	p.flags = (sel & 1 ? BFC_MERGE_ADJACENT_REGIONS : 0) |
 		  (sel == 0xfe ? 1u << (sel % 32) : 0);
+	/* Every policy, and now and then one that is none. */
+	sel = fz_u8(&s->f);
+	p.policy = sel == 0xff ? BFC_NR_POLICIES + sel % 7 :
+		   sel % BFC_NR_POLICIES;
+	{
+		const uint64_t sm[] = { 1ull << 20, g, 4 * g, 64 * g, 0 };
+
+		p.small_size = FZ_PICK_OR_ANY(&s->f, sm);
+	}
 
 	FZ_ASSERT(bfc_create(NULL, &p) == -BFC_EINVAL, "create(NULL)");
 	s->b = (struct bfc *)&s->b;	/* must be cleared on failure */
 	FZ_ASSERT(bfc_create(&s->b, NULL) == -BFC_EINVAL && !s->b,
 		  "create(NULL params)");
-	want = !g || (g & (g - 1)) || (p.flags & ~BFC_PARAMS_VALID_FLAGS) ?
-	       -BFC_EINVAL : 0;
+	want = !g || (g & (g - 1)) || (p.flags & ~BFC_PARAMS_VALID_FLAGS) ||
+	       p.policy >= BFC_NR_POLICIES ? -BFC_EINVAL : 0;
 	rc = bfc_create(&s->b, &p);
 	FZ_ASSERT(rc == want && !s->b == !!rc,
-		  "create(granularity %llu, flags %#x): %d, expected %d",
-		  (unsigned long long)g, p.flags, rc, want);
+		  "create(granularity %llu, flags %#x, policy %u): %d, expected %d",
+		  (unsigned long long)g, p.flags, p.policy, rc, want);
 	s->g = g;
 	s->m.p = p;
 	s->m.next_id = 1;

@@ -99,6 +99,65 @@ TEST(env_backend)
 	gp_close(ctx);
 }
 
+/* Two fresh small host buffers: TF's placement cuts each from the low end
+ * of the segment's free range (the second above the first), half's from
+ * the high end (the second below the first).  1 when the second is above.
+ */
+static int second_above(struct __test_metadata *_metadata,
+			const struct gp_options *o)
+{
+	struct gp_ctx *ctx;
+	void *a, *b;
+	int above;
+
+	EXPECT_EQ(0, gp_open(o, &ctx)) TH_LOG("%s", gp_last_error(NULL));
+	if (!ctx)
+		return -1;
+	EXPECT_EQ(0, gp_host_alloc(ctx, 4096, 0, &a));
+	EXPECT_EQ(0, gp_host_alloc(ctx, 4096, 0, &b));
+	above = (uintptr_t)b > (uintptr_t)a;
+	EXPECT_EQ(0, gp_host_free(ctx, a));
+	EXPECT_EQ(0, gp_host_free(ctx, b));
+	gp_close(ctx);
+	return above;
+}
+
+TEST(placement)
+{
+	struct gp_options o;
+	struct gp_ctx *ctx;
+
+	gp_options_init(&o);
+	o.backend = GP_BACKEND_USER;
+	o.flags = GP_OPEN_NO_CUDA;
+	o.placement = GP_PLACEMENT_HALF + 1;
+	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
+	ASSERT_NE(NULL, strstr(gp_last_error(NULL), "placement"));
+	o.placement = -1;
+	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
+	o.placement = GP_PLACEMENT_DEFAULT;
+	setenv("GPUPOOL_POLICY", "best", 1);
+	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
+	ASSERT_NE(NULL, strstr(gp_last_error(NULL), "GPUPOOL_POLICY"));
+	unsetenv("GPUPOOL_POLICY");
+	EXPECT_EQ(1, second_above(_metadata, &o));	/* the default: tf */
+	o.placement = GP_PLACEMENT_HALF;
+	EXPECT_EQ(0, second_above(_metadata, &o));
+	o.placement = GP_PLACEMENT_EXACT;
+	EXPECT_EQ(1, second_above(_metadata, &o));
+	o.placement = GP_PLACEMENT_SEG;
+	EXPECT_EQ(0, second_above(_metadata, &o));
+	/* The environment when the option is left at its default; not
+	 * over an option set.
+	 */
+	o.placement = GP_PLACEMENT_DEFAULT;
+	setenv("GPUPOOL_POLICY", "half", 1);
+	EXPECT_EQ(0, second_above(_metadata, &o));
+	o.placement = GP_PLACEMENT_TF;
+	EXPECT_EQ(1, second_above(_metadata, &o));
+	unsetenv("GPUPOOL_POLICY");
+}
+
 TEST(kernel_absent)
 {
 	struct gp_ctx *ctx;

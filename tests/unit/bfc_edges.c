@@ -2,7 +2,7 @@
 /*
  * bfc_edges.c - allocation edge cases: parameters, size 0 and 1, exact
  * fits, TensorFlow's split rule at its boundaries, the open-ended last bin,
- * sizes near UINT64_MAX, max_split_size.
+ * sizes near UINT64_MAX, max_split_size, the placement policies.
  */
 #include "bfc_test.h"
 
@@ -34,6 +34,110 @@ TEST(params)
 	CHECK(b);
 	bfc_destroy(b);
 	bfc_destroy(NULL);
+}
+
+/* Policies: names both ways, an unknown one refused. */
+TEST(policy_names)
+{
+	static const char *const names[] = { "tf", "exact", "seg", "half" };
+	struct bfc_params p;
+	struct bfc *b = (struct bfc *)1;
+	uint32_t i;
+
+	bfc_params_default(&p, 256);
+	EXPECT_EQ(BFC_POLICY_TF, p.policy);
+	EXPECT_EQ(1 * MiB, p.small_size);
+	ASSERT_EQ(4, BFC_NR_POLICIES);
+	for (i = 0; i < BFC_NR_POLICIES; i++) {
+		EXPECT_STREQ(names[i], bfc_policy_name(i));
+		EXPECT_EQ((int)i, bfc_policy_parse(names[i]));
+	}
+	EXPECT_EQ(NULL, bfc_policy_name(BFC_NR_POLICIES));
+	EXPECT_EQ(-EINVAL, bfc_policy_parse("TF"));
+	EXPECT_EQ(-EINVAL, bfc_policy_parse("tf "));
+	EXPECT_EQ(-EINVAL, bfc_policy_parse("hal"));
+	EXPECT_EQ(-EINVAL, bfc_policy_parse("halfs"));
+	EXPECT_EQ(-EINVAL, bfc_policy_parse(""));
+	EXPECT_EQ(-EINVAL, bfc_policy_parse(NULL));
+	EXPECT_NE(NULL, bfc_policy_name(BFC_POLICY_DEFAULT));
+	p.policy = BFC_NR_POLICIES;
+	EXPECT_EQ(-EINVAL, bfc_create(&b, &p));
+	EXPECT_EQ(NULL, b);
+}
+
+/* Where each policy puts a request in one free region of 64 KiB at 0,
+ * granularity 256 and TF's split rule (ratio 2, threshold 128 MiB).
+ */
+static uint64_t place(struct __test_metadata *_metadata, uint32_t policy,
+		      uint64_t small, const uint64_t *sizes, int n,
+		      uint64_t *addrs)
+{
+	struct bfc_params p;
+	struct bfc_stats st;
+	struct bfc *b;
+	int i;
+
+	bfc_params_default(&p, 256);
+	p.policy = policy;
+	if (small)
+		p.small_size = small;
+	EXPECT_EQ(0, bfc_create(&b, &p));
+	EXPECT_EQ(0, bfc_add_region(b, 0, 64 * KiB, NULL));
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(0, bfc_alloc(b, sizes[i], NULL, &addrs[i]));
+	CHECK(b);
+	bfc_get_stats(b, &st);
+	bfc_destroy(b);
+	return st.in_use;
+}
+
+TEST(policy_placement)
+{
+	const uint64_t one[] = { 40 * KiB };
+	const uint64_t low[] = { 8 * KiB, 16 * KiB, 4 * KiB };
+	const uint64_t two[] = { 8 * KiB, 32 * KiB, 4 * KiB };
+	uint64_t a[3];
+
+	/* TF: 40 KiB of 64 is not split (64 < 2 x 40): the whole region. */
+	EXPECT_EQ(64 * KiB, place(_metadata, BFC_POLICY_TF, 0, one, 1, a));
+	EXPECT_EQ(0, a[0]);
+	/* Every other policy splits to the rounded size; 40 KiB is not
+	 * below the 24 KiB rest it leaves (half: low end), but below seg's
+	 * small_size unless that is 40 KiB.
+	 */
+	EXPECT_EQ(40 * KiB, place(_metadata, BFC_POLICY_EXACT, 0, one, 1, a));
+	EXPECT_EQ(0, a[0]);
+	EXPECT_EQ(40 * KiB, place(_metadata, BFC_POLICY_HALF, 0, one, 1, a));
+	EXPECT_EQ(0, a[0]);
+	EXPECT_EQ(40 * KiB, place(_metadata, BFC_POLICY_SEGREGATE, 0, one, 1, a));
+	EXPECT_EQ(24 * KiB, a[0]);
+	EXPECT_EQ(40 * KiB, place(_metadata, BFC_POLICY_SEGREGATE, 40 * KiB, one, 1, a));
+	EXPECT_EQ(0, a[0]);
+
+	/* TF and exact: in address order from 0. */
+	place(_metadata, BFC_POLICY_TF, 0, low, 3, a);
+	EXPECT_EQ(0, a[0]);
+	EXPECT_EQ(8 * KiB, a[1]);
+	EXPECT_EQ(24 * KiB, a[2]);
+	place(_metadata, BFC_POLICY_EXACT, 0, low, 3, a);
+	EXPECT_EQ(0, a[0]);
+	EXPECT_EQ(8 * KiB, a[1]);
+	EXPECT_EQ(24 * KiB, a[2]);
+	/* half: 8 KiB < its 56 KiB rest: at the top; 32 KiB of the 56 KiB
+	 * left is not below its 24 KiB rest: at the bottom; 4 KiB of 24 KiB:
+	 * at the top of that.
+	 */
+	place(_metadata, BFC_POLICY_HALF, 0, two, 3, a);
+	EXPECT_EQ(56 * KiB, a[0]);
+	EXPECT_EQ(0, a[1]);
+	EXPECT_EQ(52 * KiB, a[2]);
+	/* seg with small_size 16 KiB: 8 and 4 KiB at the top, 32 at the
+	 * bottom.
+	 */
+	place(_metadata, BFC_POLICY_SEGREGATE, 16 * KiB, two, 3, a);
+	EXPECT_EQ(56 * KiB, a[0]);
+	EXPECT_EQ(0, a[1]);
+	EXPECT_EQ(52 * KiB, a[2]);
 }
 
 /* Size 0 is a caller error: -EINVAL, not counted as a failed allocation. */

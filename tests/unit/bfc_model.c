@@ -19,7 +19,7 @@
  * with it every step the default run would take minutes under ASan.
  *
  * Each variant (parameter set) runs SEEDS seeds of OPS operations: about
- * 1.3 million operations in all.  A failure prints variant, seed and step.
+ * 2.3 million operations in all (13 variants).  A failure prints variant, seed and step.
  *   BFC_MODEL_SEED=n   run only seed n (in every variant)
  *   BFC_MODEL_OPS=n    operations per seed
  */
@@ -52,6 +52,8 @@ FIXTURE_VARIANT(model) {
 	uint64_t split_threshold;
 	uint64_t max_split_size;
 	uint32_t flags;
+	uint32_t policy;	/* BFC_POLICY_* */
+	uint64_t small_size;	/* 0: the default */
 	uint64_t span;		/* region slot size */
 	uint64_t grid;		/* base of the slot grid; 0 = at the top */
 	/* Crowded classes: most sizes from a few small ones, many live
@@ -97,6 +99,41 @@ FIXTURE_VARIANT_ADD(model, byte_ratio3_at_zero) {
 	.label = "byte_ratio3_at_zero",
 	.granularity = 1, .split_ratio = 3, .split_threshold = 100000,
 	.span = 1 * MiB, .grid = 1,	/* slot 0 starts at address 0 */
+};
+
+/* The placement policies other than TF's, each with parameters that
+ * reach both ends of a chunk and the split rule they override.
+ */
+FIXTURE_VARIANT_ADD(model, exact_tf_rule_256) {
+	.label = "exact_tf_rule_256", .policy = BFC_POLICY_EXACT,
+	.granularity = 256, .split_ratio = 2, .split_threshold = 128 * MiB,
+	.span = 512 * MiB, .grid = 1ull << 40,
+};
+FIXTURE_VARIANT_ADD(model, seg_4096_merge) {
+	.label = "seg_4096_merge", .policy = BFC_POLICY_SEGREGATE,
+	.granularity = 4096, .split_ratio = 0, .split_threshold = 4096,
+	.flags = BFC_MERGE_ADJACENT_REGIONS, .span = 64 * MiB, .grid = 1ull << 44,
+};
+FIXTURE_VARIANT_ADD(model, seg_small_64k_max_split) {
+	.label = "seg_small_64k_max_split", .policy = BFC_POLICY_SEGREGATE,
+	.small_size = 64 * KiB, .granularity = 256, .split_ratio = 2,
+	.split_threshold = 1 * MiB, .max_split_size = 2 * MiB,
+	.span = 16 * MiB, .grid = 1ull << 32,
+};
+FIXTURE_VARIANT_ADD(model, half_512_top) {
+	.label = "half_512_top", .policy = BFC_POLICY_HALF,
+	.granularity = 512, .split_ratio = 2, .split_threshold = 128 * MiB,
+	.flags = BFC_MERGE_ADJACENT_REGIONS, .span = 4 * MiB, .grid = 0,
+};
+FIXTURE_VARIANT_ADD(model, half_crowded_256) {
+	.label = "half_crowded_256", .policy = BFC_POLICY_HALF,
+	.granularity = 256, .split_ratio = 2, .split_threshold = 128 * MiB,
+	.span = 4 * MiB, .grid = 1ull << 40, .few_sizes = 1, .target = 2000,
+};
+FIXTURE_VARIANT_ADD(model, half_byte_at_zero) {
+	.label = "half_byte_at_zero", .policy = BFC_POLICY_HALF,
+	.granularity = 1, .split_ratio = 3, .split_threshold = 100000,
+	.span = 1 * MiB, .grid = 1,
 };
 
 FIXTURE_SETUP(model)
@@ -526,6 +563,9 @@ static void run(struct __test_metadata *_metadata, FIXTURE_DATA(model) *self,
 	p.split_threshold = variant->split_threshold;
 	p.max_split_size = variant->max_split_size;
 	p.flags = variant->flags;
+	p.policy = variant->policy;
+	if (variant->small_size)
+		p.small_size = variant->small_size;
 	ASSERT_EQ(0, bfc_create(&self->b, &p));
 	self->m.p = p;
 	self->m.next_id = 1;

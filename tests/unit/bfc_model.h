@@ -4,6 +4,7 @@
  * One array of chunks sorted by address, best fit by scanning every free
  * chunk (keeping the first of the smallest, so the lowest address wins),
  * TF's split rule and PyTorch's max_split_size written out independently,
+ * the placement policies (split rule, which end of the chunk) too,
  * coalescing by array removal, regions as a sorted array.  O(n) per
  * operation; no cleverness to share bugs with the core.
  */
@@ -111,8 +112,23 @@ static int m_alloc(struct model *m, uint64_t size, uint64_t *addr)
 			split = true;
 		if (c->size - r >= m->p.split_threshold)
 			split = true;
+		/* every policy but TF's: exact-size chunks */
+		if (m->p.policy != BFC_POLICY_TF)
+			split = true;
 	}
-	if (split) {
+	/* the request at the high end of the chunk: seg for small requests,
+	 * half for those smaller than the rest
+	 */
+	if (split && ((m->p.policy == BFC_POLICY_SEGREGATE &&
+		       r < m->p.small_size) ||
+		      (m->p.policy == BFC_POLICY_HALF && c->size - r > r))) {
+		struct mchunk part = { .addr = c->addr + c->size - r, .size = r,
+				       .region = c->region };
+
+		c->size -= r;
+		m_insert(m, best + 1, part);
+		c = &m->c[best + 1];
+	} else if (split) {
 		struct mchunk rest = { .addr = c->addr + r, .size = c->size - r,
 				       .region = c->region };
 
