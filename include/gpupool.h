@@ -283,9 +283,9 @@ int gp_dev_snapshot(struct gp_ctx *ctx, int device, char **json, size_t *len);
 enum gp_io_fixed {
 	GP_IO_FIXED_UNKNOWN = 0,	/* no host memory mapped yet to try with */
 	GP_IO_FIXED_OK = 1,		/* yes: reads use READ_FIXED */
-	GP_IO_FIXED_REFUSED = 2,	/* the kernel refuses these pages (before
-					 * 6.3 for gpupool.ko's chunks): O_DIRECT
-					 * reads without fixed buffers */
+	GP_IO_FIXED_REFUSED = 2,	/* the kernel refuses these pages (6.1
+					 * for gpupool.ko's chunks; 6.12 takes
+					 * them): O_DIRECT without fixed buffers */
 	GP_IO_FIXED_NO_RING = 3,	/* io_uring unavailable: pread */
 };
 

@@ -10,7 +10,7 @@
  *  - the body, aligned on both sides: one read, best path first:
  *    (a) io_uring READ_FIXED on an O_DIRECT descriptor, the pool segment
  *        registered once as a fixed buffer of the reader's ring (refused by
- *        kernels before 6.3 for file-backed mappings that are not shmem,
+ *        6.1 (not 6.12) for file-backed mappings that are not shmem,
  *        i.e. gpupool.ko's chunks: detected once per context, then (b));
  *    (b) io_uring READ (or pread without a ring) on the O_DIRECT descriptor;
  *    (c) buffered, when O_DIRECT is not possible (the file system refuses

@@ -363,8 +363,8 @@ static int kernel_at_least(int maj, int min)
 	return a > maj || (a == maj && b >= min);
 }
 
-/* Fixed buffers: taken on the user backend (shmem) and from 6.3 on the
- * kernel backend; refused before that, and reads go on with O_DIRECT.
+/* Fixed buffers: taken on the user backend (shmem) and by 6.12 on the
+ * kernel backend; refused by 6.1, and reads go on with O_DIRECT.
  */
 TEST_F(rd, fixed_buffers)
 {
@@ -391,7 +391,7 @@ TEST_F(rd, fixed_buffers)
 		break;
 	case GP_IO_FIXED_REFUSED:
 		EXPECT_EQ(GP_BACKEND_KERNEL, info.backend);
-		EXPECT_FALSE(kernel_at_least(6, 3));
+		EXPECT_FALSE(kernel_at_least(6, 12));
 		EXPECT_EQ(1 << 20, b.direct_bytes - a.direct_bytes);
 		EXPECT_LE(1, b.fixed_refusals);
 		break;
