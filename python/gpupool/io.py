@@ -3,7 +3,8 @@
     n = pool.read_into(buf, "shard-000.bin", offset=4096)
     counts = pool.read_many([(batch[i], "shard.bin", i * rec, rec) ...])
 
-buf is a Buffer, a numpy array or a torch tensor on pool memory (C-contiguous);
+buf is a Buffer (or a memoryview of one), a numpy array or a torch tensor on
+pool memory (C-contiguous);
 file a path (opened read-only for the call) or a file descriptor.  The library
 picks the path: io_uring fixed buffers with O_DIRECT, O_DIRECT, else the page
 cache; no_cache=True forbids the page cache, buffered=True forces it.
@@ -59,6 +60,13 @@ def _memory(buf):
     if hasattr(buf, "ptr") and hasattr(buf, "_live"):
         buf._live()
         return buf.ptr, buf.size
+    if isinstance(buf, memoryview):              # e.g. Buffer.view()
+        if buf.readonly or not buf.c_contiguous:
+            raise ValueError("gpupool: read_into needs a writable, "
+                             "contiguous memoryview")
+        if not buf.nbytes:
+            return 0, 0
+        return ctypes.addressof(ctypes.c_char.from_buffer(buf)), buf.nbytes
     if hasattr(buf, "data_ptr"):                 # torch.Tensor
         if not buf.is_contiguous():
             raise ValueError("gpupool: read_into needs a contiguous tensor")
