@@ -412,7 +412,12 @@ static int gp_reader_new(struct gp_ctx *ctx, struct gp_io *io,
 
 static void gp_reader_unlink(struct gp_io *io, struct gp_reader *r)
 {
+	unsigned int i;
+
 	pthread_mutex_lock(&io->lock);
+	for (i = 0; i < GP_IO_FIXED_SLOTS; i++)
+		if (r->fixed[i].size && r->fixed[i].size != UINT64_MAX)
+			io->st.fixed_registered--;
 	if (r->prev)
 		r->prev->next = r->next;
 	else
@@ -437,11 +442,12 @@ void gp_io_seg_gone(struct gp_ctx *ctx, struct gp_seg *seg)
 		for (i = 0; i < GP_IO_FIXED_SLOTS; i++) {
 			if (!r->fixed[i].size || r->fixed[i].addr != seg->addr)
 				continue;
-			if (r->fixed[i].size != UINT64_MAX)
+			if (r->fixed[i].size != UINT64_MAX) {
 				ring_fixed_update(&r->ring, i, NULL, 0);
+				io->st.fixed_registered--;
+			}
 			r->fixed[i].addr = 0;
 			r->fixed[i].size = 0;
-			io->st.fixed_registered--;
 		}
 	pthread_mutex_unlock(&io->lock);
 }
@@ -487,7 +493,6 @@ static int gp_io_fixed_slot(struct gp_ctx *ctx, struct gp_io *io,
 				(void *)(uintptr_t)seg->addr, seg->size);
 	pthread_mutex_lock(&io->lock);
 	r->fixed[free_slot].addr = seg->addr;
-	io->st.fixed_registered++;
 	if (ret) {
 		/* Remember the failure for this segment: no retry per read. */
 		r->fixed[free_slot].size = UINT64_MAX;
@@ -503,6 +508,7 @@ static int gp_io_fixed_slot(struct gp_ctx *ctx, struct gp_io *io,
 		return -1;
 	}
 	r->fixed[free_slot].size = seg->size;
+	io->st.fixed_registered++;
 	if (io->fixed_state != GP_FIXED_REFUSED)
 		io->fixed_state = GP_FIXED_OK;
 	pthread_mutex_unlock(&io->lock);
@@ -671,7 +677,7 @@ static int gp_open_direct(struct gp_reader *r, int fd, int accmode)
 	for (i = 0; i < r->depth; i++)
 		if (r->dfds[i].fd < 0) {
 			r->dfds[i].fd = dfd;
-			r->dfds[i].refs = 0;
+			r->dfds[i].refs = 1;	/* the submission's, until it ends */
 			return (int)i;
 		}
 	close(dfd);
@@ -1044,12 +1050,11 @@ GP_API int gp_reader_submit(struct gp_reader *r, struct gp_read_req *reqs,
 		r->pending++;
 		gp_req_start(r, &reqs[i], fdmap_fd, fdmap_idx, &nmap);
 	}
-	/* Descriptors opened for requests that all finished already. */
+	/* The submission's references: descriptors whose requests all
+	 * finished already are closed now.
+	 */
 	for (i = 0; i < nmap; i++)
-		if (fdmap_idx[i] >= 0 && !r->dfds[fdmap_idx[i]].refs) {
-			close(r->dfds[fdmap_idx[i]].fd);
-			r->dfds[fdmap_idx[i]].fd = -1;
-		}
+		gp_dfd_put(r, fdmap_idx[i]);
 	free(fdmap_fd);
 	free(fdmap_idx);
 	if (r->has_ring && r->ring.unsubmitted)

@@ -465,6 +465,44 @@ TEST_F(rd, batch)
 	gp_reader_close(r);
 }
 
+/* One descriptor, many requests, some done at submission (no body): the
+ * O_DIRECT descriptor stays open for the later ones (no page cache).
+ */
+TEST_F(rd, batch_no_cache)
+{
+	struct gp_read_req q[32], *done[32];
+	struct gp_read_stats a, b;
+	struct gp_reader *r;
+	unsigned int i, n, got = 0;
+
+	if (!direct_ok(self->path))
+		SKIP(return, "%s takes no O_DIRECT", test_dir());
+	ASSERT_EQ(0, gp_reader_open(self->ctx, 32, &r));
+	ASSERT_EQ(0, gp_read_stats(self->ctx, &a));
+	memset(q, 0, sizeof(q));
+	for (i = 0; i < 32; i++) {
+		q[i].fd = self->fd;
+		q[i].flags = GP_READ_NO_CACHE;
+		q[i].offset = (uint64_t)i * 30000 + 5;
+		q[i].dst = self->pool + (size_t)i * 65536 + 5;
+		q[i].len = i % 2 ? 20000 : 10;	/* the first done at once */
+	}
+	ASSERT_EQ(0, gp_reader_submit(r, q, 32));
+	while (got < 32) {
+		ASSERT_EQ(0, gp_reader_wait(r, 32 - got, done, 32, &n));
+		for (i = 0; i < n; i++) {
+			EXPECT_EQ((int64_t)done[i]->len, done[i]->result);
+			EXPECT_EQ(0, memcmp(done[i]->dst, self->ref + done[i]->offset,
+					    done[i]->len));
+		}
+		got += n;
+	}
+	ASSERT_EQ(0, gp_read_stats(self->ctx, &b));
+	EXPECT_EQ(a.buffered_bytes, b.buffered_bytes);
+	EXPECT_EQ(a.errors, b.errors);
+	gp_reader_close(r);
+}
+
 /* Truncated under the read, or before: short counts of the file's bytes. */
 TEST_F(rd, truncated)
 {
