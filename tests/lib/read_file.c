@@ -15,6 +15,7 @@
 #include "helpers.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -538,6 +539,53 @@ TEST_F(rd, truncated)
 	gp_reader_close(r);
 	ASSERT_EQ(0, gp_read(self->ctx, self->fd, 150000, self->pool, 10, 0, &d));
 	EXPECT_EQ(0, d);
+}
+
+struct reader_thread {
+	FIXTURE_DATA(rd) *self;
+	int id, bad;
+};
+
+static void *reader_thread(void *arg)
+{
+	struct reader_thread *t = arg;
+	unsigned char *dst = t->self->pool + (size_t)t->id * (1 << 20);
+	size_t done;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		uint64_t off = (uint64_t)(i * 7 + t->id) * 4096 + (i % 3) * 100;
+		size_t len = 200000 + (size_t)i * 1000;
+
+		if (gp_read(t->self->ctx, t->self->fd, off, dst + (i % 3) * 100, len, 0,
+			    &done) || done != len ||
+		    memcmp(dst + (i % 3) * 100, t->self->ref + off, len))
+			t->bad++;
+	}
+	return NULL;
+}
+
+/* Threads share the context: gp_read's readers are taken and given back. */
+TEST_F(rd, threads)
+{
+	struct reader_thread t[4];
+	struct gp_read_stats st;
+	pthread_t th[4];
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		t[i] = (struct reader_thread){ .self = self, .id = i };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, reader_thread, &t[i]));
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(0, t[i].bad) TH_LOG("thread %d", i);
+	}
+	ASSERT_EQ(0, gp_read_stats(self->ctx, &st));
+	EXPECT_EQ(80, st.requests);
+	EXPECT_EQ(0, st.errors);
+	EXPECT_GE(4, st.readers);	/* at most one per thread at a time */
+	EXPECT_LE(1, st.readers);
 }
 
 static void on_alarm(int sig)
