@@ -36,6 +36,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <linux/fs.h>
 #include <linux/io_uring.h>
 #include <linux/stat.h>
@@ -498,7 +499,7 @@ static int gp_io_fixed_slot(struct gp_ctx *ctx, struct gp_io *io,
 		r->fixed[free_slot].size = UINT64_MAX;
 		io->st.fixed_refusals++;
 		if (ret == -EOPNOTSUPP || ret == -EFAULT) {
-			io->fixed_state = GP_FIXED_REFUSED;
+			__atomic_store_n(&io->fixed_state, GP_FIXED_REFUSED, __ATOMIC_RELAXED);
 			io->fixed_err = -ret;
 		}
 		gp_debug(ctx, "io_uring fixed buffer %#llx + %llu: %s",
@@ -509,8 +510,8 @@ static int gp_io_fixed_slot(struct gp_ctx *ctx, struct gp_io *io,
 	}
 	r->fixed[free_slot].size = seg->size;
 	io->st.fixed_registered++;
-	if (io->fixed_state != GP_FIXED_REFUSED)
-		io->fixed_state = GP_FIXED_OK;
+	if (__atomic_load_n(&io->fixed_state, __ATOMIC_RELAXED) != GP_FIXED_REFUSED)
+		__atomic_store_n(&io->fixed_state, GP_FIXED_OK, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&io->lock);
 	return free_slot;
 }
@@ -1153,7 +1154,10 @@ GP_API int gp_read(struct gp_ctx *ctx, int fd, uint64_t offset, void *dst,
 
 GP_API int gp_read_stats(struct gp_ctx *ctx, struct gp_read_stats *st)
 {
+	const uint64_t *src;
 	struct gp_io *io;
+	uint64_t *dst;
+	size_t i;
 
 	if (!ctx || !st)
 		return -EINVAL;
@@ -1162,8 +1166,13 @@ GP_API int gp_read_stats(struct gp_ctx *ctx, struct gp_read_stats *st)
 		return -ENOMEM;
 	pthread_mutex_lock(&ctx->host_lock);
 	pthread_mutex_lock(&io->lock);
-	*st = io->st;
-	st->fixed_state = (uint32_t)io->fixed_state;
+	/* The counters are added to atomically outside the locks. */
+	src = (const uint64_t *)&io->st;
+	dst = (uint64_t *)st;
+	for (i = 0; i < offsetof(struct gp_read_stats, fixed_state) / 8; i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	st->fixed_state = (uint32_t)__atomic_load_n(&io->fixed_state, __ATOMIC_RELAXED);
+	st->pad = 0;
 	pthread_mutex_unlock(&io->lock);
 	pthread_mutex_unlock(&ctx->host_lock);
 	return 0;
@@ -1191,12 +1200,12 @@ uint32_t gp_io_fixed_state(struct gp_ctx *ctx)
 						ctx->page_size);
 		pthread_mutex_lock(&io->lock);
 		if (!ret) {
-			io->fixed_state = GP_FIXED_OK;
+			__atomic_store_n(&io->fixed_state, GP_FIXED_OK, __ATOMIC_RELAXED);
 		} else if (ret == -EOPNOTSUPP || ret == -EFAULT) {
-			io->fixed_state = GP_FIXED_REFUSED;
+			__atomic_store_n(&io->fixed_state, GP_FIXED_REFUSED, __ATOMIC_RELAXED);
 			io->fixed_err = -ret;
 		}
-		state = io->fixed_state;
+		state = __atomic_load_n(&io->fixed_state, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&io->lock);
 		ring_exit(&ring);
 	} else if (seg) {
