@@ -36,9 +36,9 @@ class ExampleTest(unittest.TestCase):
 
     def test_file(self):
         with tempfile.NamedTemporaryFile() as f:
-            f.write(os.urandom(3 << 20))
+            f.write(os.urandom(1 << 20))
             f.flush()
-            r = run("--workers", "2", "--batches", "6", "--batch-size", "1M",
+            r = run("--workers", "1", "--batches", "6", "--batch-size", "256K",
                     "--file", f.name)
         self.assertEqual(0, r.returncode, r.stdout + r.stderr)
         self.assertIn("checksum: ok\n", r.stdout)
