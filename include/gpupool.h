@@ -281,7 +281,7 @@ int gp_dev_snapshot(struct gp_ctx *ctx, int device, char **json, size_t *len);
 
 /* gp_info.io_fixed: can pool memory be an io_uring fixed buffer here? */
 enum gp_io_fixed {
-	GP_IO_FIXED_UNKNOWN = 0,	/* no host memory mapped yet to try with */
+	GP_IO_FIXED_UNKNOWN = 0,	/* not tried yet: no gp_read so far */
 	GP_IO_FIXED_OK = 1,		/* yes: reads use READ_FIXED */
 	GP_IO_FIXED_REFUSED = 2,	/* the kernel refuses these pages (6.1
 					 * for gpupool.ko's chunks; 6.12 takes

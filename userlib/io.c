@@ -1178,39 +1178,13 @@ GP_API int gp_read_stats(struct gp_ctx *ctx, struct gp_read_stats *st)
 	return 0;
 }
 
-/* For gp_info: may probe the kernel with the first segment. */
+/* For gp_info: what reads found so far (no probe: a registration of pool
+ * memory here would pin it behind the caller's back).
+ */
 uint32_t gp_io_fixed_state(struct gp_ctx *ctx)
 {
 	struct gp_io *io = gp_io_get(ctx);
-	struct gp_ring ring;
-	struct gp_seg *seg;
-	int state, ret;
 
-	if (!io)
-		return GP_FIXED_UNKNOWN;
-	state = __atomic_load_n(&io->fixed_state, __ATOMIC_RELAXED);
-	if (state != GP_FIXED_UNKNOWN)
-		return (uint32_t)state;
-	pthread_mutex_lock(&ctx->host_lock);
-	seg = ctx->segs;
-	if (seg && !ring_init(&ring, 2)) {
-		ret = ring_fixed_table(&ring);
-		if (!ret)
-			ret = ring_fixed_update(&ring, 0, (void *)(uintptr_t)seg->addr,
-						ctx->page_size);
-		pthread_mutex_lock(&io->lock);
-		if (!ret) {
-			__atomic_store_n(&io->fixed_state, GP_FIXED_OK, __ATOMIC_RELAXED);
-		} else if (ret == -EOPNOTSUPP || ret == -EFAULT) {
-			__atomic_store_n(&io->fixed_state, GP_FIXED_REFUSED, __ATOMIC_RELAXED);
-			io->fixed_err = -ret;
-		}
-		state = __atomic_load_n(&io->fixed_state, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&io->lock);
-		ring_exit(&ring);
-	} else if (seg) {
-		state = GP_FIXED_NO_RING;
-	}
-	pthread_mutex_unlock(&ctx->host_lock);
-	return (uint32_t)state;
+	return io ? (uint32_t)__atomic_load_n(&io->fixed_state, __ATOMIC_RELAXED) :
+		    GP_FIXED_UNKNOWN;
 }
