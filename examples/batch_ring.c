@@ -25,6 +25,8 @@
 struct br_task { uint64_t slot, index; };
 struct br_reply { uint64_t slot, index, sum; };
 
+static struct gp_ctx *worker_ctx;	/* set in a worker process */
+
 struct br_worker {
 	pid_t pid;
 	int sock;
@@ -102,6 +104,7 @@ static int worker_main(int sock, const struct br_opts *o, int backend)
 		fprintf(stderr, "worker: gp_open: %s\n", gp_last_error(NULL));
 		return 12;
 	}
+	worker_ctx = ctx;
 	for (i = 0; i < n; i++) {
 		size_t size;
 
@@ -123,6 +126,11 @@ static int worker_main(int sock, const struct br_opts *o, int backend)
 	}
 	gp_close(ctx);
 	return 0;
+}
+
+struct gp_ctx *br_worker_ctx(void)
+{
+	return worker_ctx;
 }
 
 static int send_fds(int sock, const int *fds, int n)

@@ -55,6 +55,11 @@ void br_release(struct br_ring *r, const struct br_batch *b);
 /* Stop and reap the workers, free the slots.  0, or -1 if a worker failed. */
 int br_stop(struct br_ring *r);
 
+/* In a worker (inside produce): the worker's context, where the slots are
+ * imported buffers (for gp_read into them).  NULL in the consumer.
+ */
+struct gp_ctx *br_worker_ctx(void);
+
 /* A fast 64-bit checksum (not cryptographic) of len bytes. */
 uint64_t br_checksum(const void *p, size_t len);
 

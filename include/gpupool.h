@@ -146,7 +146,7 @@ struct gp_info {
 	uint32_t kmod_abi_minor;	/* 0 on the user backend) */
 	uint64_t host_granularity;	/* page size of host segments */
 	uint32_t hugepages;		/* 1 if some segment is on huge pages now */
-	uint32_t pad;
+	uint32_t io_fixed;		/* enum gp_io_fixed: gp_read's fixed buffers */
 	char backend_name[16];		/* "kernel" / "user" */
 	char cudart[128];		/* the runtime loaded, or "" */
 	char why[192];			/* why the backend / CUDA state is what it is */
@@ -284,6 +284,96 @@ int gp_dev_stats(struct gp_ctx *ctx, int device, struct gp_dev_stats *stats);
  * device -1: all devices.
  */
 int gp_dev_snapshot(struct gp_ctx *ctx, int device, char **json, size_t *len);
+
+/* Reading files into host memory -------------------------------------------- */
+
+/* gp_read flags */
+#define GP_READ_NO_CACHE	(1u << 0)	/* never the page cache: -EINVAL instead */
+#define GP_READ_BUFFERED	(1u << 1)	/* through the page cache (plain pread) */
+#define GP_READ_VALID_FLAGS	(GP_READ_NO_CACHE | GP_READ_BUFFERED)
+
+/* gp_info.io_fixed: can pool memory be an io_uring fixed buffer here? */
+enum gp_io_fixed {
+	GP_IO_FIXED_UNKNOWN = 0,	/* not tried yet: no gp_read so far */
+	GP_IO_FIXED_OK = 1,		/* yes: reads use READ_FIXED */
+	GP_IO_FIXED_REFUSED = 2,	/* the kernel refuses these pages (6.1
+					 * for gpupool.ko's chunks; 6.12 takes
+					 * them): O_DIRECT without fixed buffers */
+	GP_IO_FIXED_NO_RING = 3,	/* io_uring unavailable: pread */
+};
+
+/* Read len bytes of fd at offset into dst, which must lie inside one buffer
+ * of this context (gp_host_alloc / gp_host_import); fd must be open for
+ * reading (its offset and flags are not used or changed).  Best path first:
+ * io_uring READ_FIXED with O_DIRECT, O_DIRECT, the page cache (see
+ * docs/library.md); gp_read_stats() counts each.  *done (may be NULL)
+ * receives the bytes read: less than len only at the end of the file
+ * (0 at or past it).  Errors: -EINVAL (len 0 or overflowing, dst outside
+ * the pool, bad flags, or GP_READ_NO_CACHE where O_DIRECT is impossible),
+ * -EBADF (fd not readable), -EISDIR, or the file's I/O error; the bytes of
+ * dst up to the error are the file's, the rest are unchanged or the file's.
+ */
+int gp_read(struct gp_ctx *ctx, int fd, uint64_t offset, void *dst,
+	    size_t len, unsigned int flags, size_t *done);
+
+/* Many reads in flight: a reader owns an io_uring ring.  One thread uses a
+ * reader at a time; open one per worker.
+ */
+struct gp_reader;
+
+struct gp_read_req {
+	int fd;			/* in: as for gp_read() */
+	unsigned int flags;	/* in: GP_READ_* */
+	uint64_t offset;	/* in */
+	void *dst;		/* in */
+	size_t len;		/* in */
+	uint64_t user_data;	/* the caller's, untouched */
+	int64_t result;		/* out: bytes read (short only at EOF) or -errno */
+	uint64_t internal[8];	/* the library's while in flight */
+};
+
+/* depth: requests pending at most (0: 64; at most 4096).  *r is owned by the
+ * caller and released with gp_reader_close() (or by gp_close()).
+ */
+int gp_reader_open(struct gp_ctx *ctx, unsigned int depth,
+		   struct gp_reader **r);
+/* Waits for every request in flight, then releases the reader. */
+void gp_reader_close(struct gp_reader *r);
+/* Start n requests; the array must stay in place until each is returned by
+ * gp_reader_wait().  Unaligned heads and tails (and bodies whose memory and
+ * file offsets disagree on alignment) are read before this returns; the
+ * aligned bodies are in flight.  Bad requests complete at once with a
+ * negative result.  -EBUSY when more than depth would be pending.
+ */
+int gp_reader_submit(struct gp_reader *r, struct gp_read_req *reqs,
+		     unsigned int n);
+/* Wait until min requests (clamped to those pending) have completed, then
+ * hand back up to max completed ones in done[] (*ndone of them, may be 0
+ * with min 0: a poll).  Returns 0 or -errno from io_uring_enter.
+ */
+int gp_reader_wait(struct gp_reader *r, unsigned int min,
+		   struct gp_read_req **done, unsigned int max,
+		   unsigned int *ndone);
+/* Requests submitted and not yet handed back. */
+unsigned int gp_reader_pending(struct gp_reader *r);
+
+/* Pieces read on each path and their bytes, since the context opened. */
+struct gp_read_stats {
+	uint64_t requests;		/* gp_read calls + batch requests */
+	uint64_t bytes;			/* bytes read into pool memory */
+	uint64_t errors;		/* requests that ended in an error */
+	uint64_t short_reads;		/* requests that ended at end of file */
+	uint64_t fixed, fixed_bytes;	/* io_uring READ_FIXED, O_DIRECT */
+	uint64_t direct, direct_bytes;	/* O_DIRECT into the buffer (io_uring, pread) */
+	uint64_t bounce, bounce_bytes;	/* O_DIRECT via a bounce block (unaligned) */
+	uint64_t buffered, buffered_bytes; /* through the page cache */
+	uint64_t fixed_registered;	/* segment registrations held by rings now */
+	uint64_t fixed_refusals;	/* registrations the kernel refused */
+	uint64_t readers;		/* readers open now (gp_read's pool too) */
+	uint32_t fixed_state;		/* enum gp_io_fixed */
+	uint32_t pad;
+};
+int gp_read_stats(struct gp_ctx *ctx, struct gp_read_stats *stats);
 
 /* PyTorch (torch.cuda.memory.CUDAPluggableAllocator) --------------------------- */
 

@@ -3,7 +3,10 @@
 # examples against it (C: examples/loader, Python: python/examples/loader.py):
 # worker processes write batches straight into pinned pool chunks, the
 # consumer verifies each in place; then `gpupoolctl stat` and `map`.  Then
-# the same loaders on the user backend (no module), so the output shows both.
+# the same loaders on the user backend (no module), so the output shows both,
+# and the C loader once more reading its batches from a file of records
+# with gp_read (O_DIRECT into the pinned chunks, io_uring fixed buffers
+# where the kernel takes them; DEMO_FILE_MIB, default 256).
 #
 # The module goes into the running kernel when that kernel has headers and
 # lets us load modules (root, modules not disabled); otherwise (a container,
@@ -63,6 +66,16 @@ echo
 echo "\$ python/examples/loader.py $args"
 # shellcheck disable=SC2086
 GPUPOOL_BACKEND=user $py $args || status=1
+
+echo
+records=$O/demo-records.dat
+mib=${DEMO_FILE_MIB:-256}
+if [ "$(stat -c %s "$records" 2>/dev/null || echo 0)" != $((mib << 20)) ]; then
+	head -c "$((mib << 20))" /dev/urandom > "$records"
+fi
+echo "\$ examples/loader $args --file $records   # $mib MiB of records, read with gp_read"
+# shellcheck disable=SC2086
+GPUPOOL_BACKEND=user "$O/examples/loader" $args --file "$records" 2>&1 || status=1
 
 echo
 if [ "$status" -eq 0 ]; then

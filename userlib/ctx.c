@@ -252,6 +252,7 @@ GP_API void gp_close(struct gp_ctx *ctx)
 	if (!ctx)
 		return;
 	gp_dev_fini(ctx);
+	gp_io_fini(ctx);
 	gp_host_fini(ctx);
 	ctx->ops->close(ctx);
 	gp_cuda_unload(ctx);
@@ -288,5 +289,6 @@ GP_API int gp_info(struct gp_ctx *ctx, struct gp_info *info)
 	if (ctx->cuda.usable)
 		snprintf(info->cudart, sizeof(info->cudart), "%s", ctx->cuda.path);
 	snprintf(info->why, sizeof(info->why), "%s", ctx->why);
+	info->io_fixed = gp_io_fixed_state(ctx);
 	return 0;
 }

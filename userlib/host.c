@@ -153,6 +153,7 @@ out_free:
 
 void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg)
 {
+	gp_io_seg_gone(ctx, seg);
 	gp_seg_unregister(ctx, seg);
 	ctx->ops->unmap(ctx, seg);
 	if (seg->prev)

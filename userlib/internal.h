@@ -155,6 +155,8 @@ struct gp_ctx {
 	pthread_mutex_t dev_lock;
 	struct gp_dpool **dev;		/* cuda.device_count entries */
 
+	struct gp_io *io;		/* io.c, created on first use */
+
 	/* The last error. */
 	pthread_mutex_t err_lock;
 	char err[512];
@@ -185,6 +187,11 @@ void gp_seg_link(struct gp_ctx *ctx, struct gp_seg *seg);
  * segments; -ENOMEM (message set) when even that is not enough.
  */
 int gp_host_make_room(struct gp_ctx *ctx, uint64_t size);
+
+/* io.c: a segment goes (host_lock held); the context closes; gp_info. */
+void gp_io_seg_gone(struct gp_ctx *ctx, struct gp_seg *seg);
+void gp_io_fini(struct gp_ctx *ctx);
+uint32_t gp_io_fixed_state(struct gp_ctx *ctx);
 
 /* dev.c */
 void gp_dev_fini(struct gp_ctx *ctx);

@@ -279,6 +279,26 @@ class Pool:
               ctx.handle, "gp_host_trim")
         return released.value
 
+    # files -------------------------------------------------------------------
+    def read_into(self, buf, file, offset=0, length=None, no_cache=False,
+                  buffered=False):
+        """Read length bytes (default: the buffer's size) of file (a path or
+        an fd) at offset into buf (a Buffer, numpy array or torch tensor on
+        this pool's memory) with gp_read; the bytes read (short at EOF)."""
+        return _io.read_into(self._handle(), buf, file, offset, length,
+                             no_cache, buffered)
 
+    def read_many(self, requests, depth=64, no_cache=False, buffered=False):
+        """Many reads in flight: (buf, file, offset[, length]) tuples; the
+        bytes read for each, in order (gpupool.io)."""
+        return _io.read_many(self._handle(), requests, depth, no_cache,
+                             buffered)
+
+    def read_stats(self):
+        """gp_read_stats as a dict: requests and bytes per path."""
+        return _io.read_stats(self._handle())
+
+
+from . import io as _io  # noqa: E402
 from .loader import Batch, Loader  # noqa: E402  (needs Pool above)
 from .torch_support import use_as_cuda_allocator  # noqa: E402,F401

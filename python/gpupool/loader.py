@@ -62,6 +62,15 @@ class Batch:
         self.release()
 
 
+_worker_pool = None
+
+
+def worker_pool():
+    """In a worker (inside produce): its Pool, where the slots are imported
+    buffers (for pool.read_into(view, file, ...)).  None elsewhere."""
+    return _worker_pool
+
+
 def _worker_main(conn, produce, batch_bytes, nslots, backend, inherited):
     """Worker process: import the slots once, then serve tasks."""
     from . import Pool
@@ -75,6 +84,8 @@ def _worker_main(conn, produce, batch_bytes, nslots, backend, inherited):
     try:
         fds = [reduction.recv_handle(conn) for _ in range(nslots)]
         with Pool(backend=backend, no_cuda=True) as pool:
+            global _worker_pool
+            _worker_pool = pool
             bufs = [pool.import_fd(fd) for fd in fds]
             for fd in fds:
                 os.close(fd)

@@ -1,5 +1,6 @@
 """The data-loader example (python/examples/loader.py) runs and proves its
-bytes arrived, synthetic and from a directory of files."""
+bytes arrived, synthetic, from a directory of files and from one file
+(gp_read)."""
 import os
 import subprocess
 import sys
@@ -32,6 +33,16 @@ class ExampleTest(unittest.TestCase):
                     "--data-dir", d)
         self.assertEqual(0, r.returncode, r.stdout + r.stderr)
         self.assertIn("checksum: ok\n", r.stdout)
+
+    def test_file(self):
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(os.urandom(1 << 20))
+            f.flush()
+            r = run("--workers", "1", "--batches", "6", "--batch-size", "256K",
+                    "--file", f.name)
+        self.assertEqual(0, r.returncode, r.stdout + r.stderr)
+        self.assertIn("checksum: ok\n", r.stdout)
+        self.assertIn("batch 0 read with gp_read", r.stderr)
 
     def test_bad_arguments(self):
         r = run("--batch-size", "lots")

@@ -4,8 +4,10 @@
  * compiled into this test under ASan) on whatever backend is in force:
  * every batch arrives once and intact from forked workers through shared
  * chunks; a dying worker and a consumer holding every slot are reported;
- * the slots go back at the end.  Then examples/loader end to end.
+ * the slots go back at the end.  Workers gp_read a file straight into the
+ * slots they imported.  Then examples/loader end to end.
  */
+#include <fcntl.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -65,6 +67,62 @@ TEST(every_batch_arrives_once)
 	ASSERT_EQ(0, gp_host_stats(ctx, &st));
 	EXPECT_EQ(0, st.in_use);
 	gp_close(ctx);
+}
+
+/* Batch i: bytes [i * len, (i + 1) * len) of the file at arg, read with
+ * gp_read into the slot through the worker's context.
+ */
+static uint64_t produce_from_file(uint64_t index, void *dst, size_t len,
+				  void *arg)
+{
+	int fd = open(arg, O_RDONLY | O_CLOEXEC);
+	size_t done = 0;
+
+	if (fd < 0 || gp_read(br_worker_ctx(), fd, index * len, dst, len, 0, &done) ||
+	    done != len) {
+		fprintf(stderr, "worker: gp_read: %s\n", gp_last_error(br_worker_ctx()));
+		_exit(9);
+	}
+	close(fd);
+	return br_checksum(dst, len);
+}
+
+TEST(workers_read_a_file_into_slots)
+{
+	char path[256], err[256];
+	const char *dir = getenv("TMPDIR");
+	struct br_opts o = { .workers = 2, .batch_bytes = BATCH, .batches = 8,
+			     .produce = produce_from_file, .arg = path };
+	uint64_t *w = malloc(8 * BATCH);
+	struct gp_ctx *ctx;
+	struct br_ring *r;
+	struct br_batch b;
+	int fd, n = 0, ret;
+	size_t i;
+
+	ASSERT_NE(NULL, w);
+	for (i = 0; i < 8 * BATCH / 8; i++)
+		w[i] = i * 0x9e3779b97f4a7c15ull;
+	snprintf(path, sizeof(path), "%s/gp_loader_XXXXXX", dir && *dir ? dir : "/tmp");
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)(8 * BATCH), write(fd, w, 8 * BATCH));
+	close(fd);
+	OPEN(NULL, &ctx);
+	r = br_start(ctx, &o, err, sizeof(err));
+	ASSERT_NE(NULL, r) TH_LOG("%s", err);
+	while ((ret = br_next(r, &b, err, sizeof(err))) == 0) {
+		EXPECT_EQ(0, memcmp(b.data, (char *)w + b.index * BATCH, BATCH))
+			TH_LOG("batch %llu", (unsigned long long)b.index);
+		br_release(r, &b);
+		n++;
+	}
+	EXPECT_EQ(1, ret) TH_LOG("%s", err);
+	EXPECT_EQ(8, n);
+	EXPECT_EQ(0, br_stop(r));
+	gp_close(ctx);
+	unlink(path);
+	free(w);
 }
 
 TEST(dying_worker_is_reported)
