@@ -3,7 +3,10 @@
  * dev.c - the device pools: the BFC core over cudaMalloc segments (see
  * dev.h for the per-stream layout and stream safety).
  *
- * Growth is TensorFlow's Extend: the first segment is dev_initial_segment
+ * Two modes (enum gp_dev_mode): the virtual one is in dev_vmm.c; this file
+ * has the segments and everything both share.
+ *
+ * Segments: growth is TensorFlow's Extend: the first segment is dev_initial_segment
  * (2 MiB); the size doubles until it holds the request, and doubles again
  * after each growth that did not need that; a segment is clipped to what the
  * limit leaves; when cudaMalloc refuses, the size backs off to 90% at a time
@@ -30,6 +33,8 @@ static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
 	if (!ds)
 		return gp_err(ctx, -ENOMEM, "out of memory for a stream pool");
 	bfc_params_default(&bp, GP_DEV_GRAN);
+	if (p->vmm)	/* one region, growing: the top chunk merges */
+		bp.flags |= BFC_MERGE_ADJACENT_REGIONS;
 	if (bfc_create(&ds->b, &bp)) {
 		free(ds);
 		return gp_err(ctx, -ENOMEM, "out of memory for a stream pool");
@@ -78,8 +83,11 @@ struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create)
 			p->total_mem = total;
 		else
 			ctx->cuda.cudaGetLastError();
+		gp_vmm_probe(ctx, p);
 		gp_cuda_leave(ctx, saved);
 	}
+	p->st.mode = p->vmm ? GP_DEV_VIRTUAL : GP_DEV_SEGMENTS;
+	p->st.granularity = p->vmm ? p->gran : GP_DEV_GRAN;
 	p->limit = ctx->opt.dev_limit;
 	if (ctx->opt.dev_limit_fraction > 0.0 && p->total_mem) {
 		uint64_t f = (uint64_t)(ctx->opt.dev_limit_fraction *
@@ -140,10 +148,15 @@ static uint64_t gp_dpool_release_free(struct gp_ctx *ctx, struct gp_dpool *p,
 		return 0;
 	while ((ds = *pp)) {
 		a.ds = ds;
-		n += bfc_remove_free_regions(ds->b, gp_dseg_release, &a);
+		if (p->vmm)
+			n += gp_vmm_trim(ctx, p, ds);
+		else
+			n += bfc_remove_free_regions(ds->b, gp_dseg_release, &a);
 		if (ds->segs.count == 0 && ds != keep) {
 			/* A stream with nothing left: forget it. */
 			*pp = ds->next;
+			if (p->vmm)
+				gp_vmm_fini(ctx, p, ds);
 			bfc_destroy(ds->b);
 			gp_map_destroy(&ds->segs);
 			free(ds);
@@ -275,10 +288,24 @@ static int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 
 /* Allocation ---------------------------------------------------------------- */
 
-static int gp_dpool_try(struct gp_dstream *ds, uint64_t size, bfc_handle_t *h,
+/* 0, -ENOMEM, or -EIO from mapping a hole (virtual mode). */
+static int gp_dpool_try(struct gp_ctx *ctx, struct gp_dpool *p,
+			struct gp_dstream *ds, uint64_t size, bfc_handle_t *h,
 			uint64_t *addr)
 {
-	return bfc_alloc(ds->b, size, h, addr) == 0 ? 0 : -ENOMEM;
+	struct bfc_chunk_info ci;
+	int ret;
+
+	if (bfc_alloc(ds->b, size, h, addr))
+		return -ENOMEM;
+	if (!ds->vr.holes)
+		return 0;
+	/* Trimmed granules under the block: mapped again first. */
+	bfc_chunk_info(ds->b, *h, &ci);
+	ret = gp_vmm_back(ctx, p, ds, ci.addr, ci.size);
+	if (ret)
+		bfc_free(ds->b, *h);
+	return ret;
 }
 
 /* A new segment for the stream, then the allocation from it. */
@@ -286,9 +313,10 @@ static int gp_dpool_grow_try(struct gp_ctx *ctx, struct gp_dpool *p,
 			     struct gp_dstream *ds, uint64_t size,
 			     bfc_handle_t *h, uint64_t *addr)
 {
-	int ret = gp_dstream_extend(ctx, p, ds, size);
+	int ret = p->vmm ? gp_vmm_extend(ctx, p, ds, size) :
+		  gp_dstream_extend(ctx, p, ds, size);
 
-	return ret ? ret : gp_dpool_try(ds, size, h, addr);
+	return ret ? ret : gp_dpool_try(ctx, p, ds, size, h, addr);
 }
 
 /* 0; -ENOMEM when nothing frees enough; -EIO when CUDA failed otherwise
@@ -302,8 +330,9 @@ static int gp_dpool_alloc(struct gp_ctx *ctx, struct gp_dpool *p,
 
 	if (p->pending)
 		gp_pending_poll(ctx, p, false);
-	if (!gp_dpool_try(ds, size, h, addr))
-		return 0;
+	ret = gp_dpool_try(ctx, p, ds, size, h, addr);
+	if (ret != -ENOMEM)
+		return ret;
 	ret = gp_dpool_grow_try(ctx, p, ds, size, h, addr);
 	if (ret != -ENOMEM)
 		return ret;
@@ -316,8 +345,9 @@ static int gp_dpool_alloc(struct gp_ctx *ctx, struct gp_dpool *p,
 		return ret;
 	/* Last resort: wait for blocks freed behind events. */
 	gp_pending_poll(ctx, p, true);
-	if (!gp_dpool_try(ds, size, h, addr))
-		return 0;
+	ret = gp_dpool_try(ctx, p, ds, size, h, addr);
+	if (ret != -ENOMEM)
+		return ret;
 	gp_dpool_release_free(ctx, p, ds);
 	return gp_dpool_grow_try(ctx, p, ds, size, h, addr);
 }
@@ -514,6 +544,13 @@ GP_API int gp_dev_stats(struct gp_ctx *ctx, int device, struct gp_dev_stats *st)
 	return 0;
 }
 
+int gp_dev_mode(struct gp_ctx *ctx, int device)
+{
+	struct gp_dpool *p = gp_dpool_get(ctx, device, true);
+
+	return p && p->vmm ? GP_DEV_VIRTUAL : GP_DEV_SEGMENTS;
+}
+
 /* Close --------------------------------------------------------------------- */
 
 static int gp_fini_chunk(void *arg, const struct bfc_chunk_info *c)
@@ -555,7 +592,10 @@ void gp_dev_fini(struct gp_ctx *ctx)
 
 			p->streams = ds->next;
 			bfc_for_each_chunk(ds->b, gp_fini_chunk, NULL);
-			gp_map_each(&ds->segs, gp_fini_seg, ctx);
+			if (p->vmm)
+				gp_vmm_fini(ctx, p, ds);
+			else
+				gp_map_each(&ds->segs, gp_fini_seg, ctx);
 			gp_map_destroy(&ds->segs);
 			bfc_destroy(ds->b);
 			free(ds);

@@ -188,6 +188,8 @@ int gp_host_make_room(struct gp_ctx *ctx, uint64_t size);
 
 /* dev.c */
 void gp_dev_fini(struct gp_ctx *ctx);
+/* The mode of device's pool (created if need be), enum gp_dev_mode. */
+int gp_dev_mode(struct gp_ctx *ctx, int device);
 /* gp_dev_free() with the device known (-1: search every device). */
 int gp_dev_free_on(struct gp_ctx *ctx, int device, void *ptr, gp_stream_t stream);
 
