@@ -25,7 +25,8 @@
 #define GP_DEV_SEG_CAP_DIV	8	/* and at 1/8 of the device (or limit) */
 
 static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
-			     gp_stream_t stream, struct gp_dstream **out)
+			     gp_stream_t stream, bool small,
+			     struct gp_dstream **out)
 {
 	struct gp_dstream *ds = calloc(1, sizeof(*ds));
 	struct bfc_params bp;
@@ -33,13 +34,20 @@ static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
 	if (!ds)
 		return gp_err(ctx, -ENOMEM, "out of memory for a stream pool");
 	bfc_params_default(&bp, GP_DEV_GRAN);
-	if (p->vmm)	/* one region, growing: the top chunk merges */
+	if (p->vmm) {
+		/* One region, growing: the top chunk merges.  A remainder
+		 * left unsplit is mapped memory nobody can use: split off
+		 * whatever is worth a block of its own.
+		 */
 		bp.flags |= BFC_MERGE_ADJACENT_REGIONS;
+		bp.split_threshold = GP_VMM_SPLIT_MIN;
+	}
 	if (bfc_create(&ds->b, &bp)) {
 		free(ds);
 		return gp_err(ctx, -ENOMEM, "out of memory for a stream pool");
 	}
 	ds->stream = stream;
+	ds->small = small;
 	ds->next = p->streams;
 	p->streams = ds;
 	p->st.streams++;
@@ -47,12 +55,13 @@ static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
 	return 0;
 }
 
-static struct gp_dstream *gp_dstream_find(struct gp_dpool *p, gp_stream_t s)
+static struct gp_dstream *gp_dstream_find(struct gp_dpool *p, gp_stream_t s,
+					  bool small)
 {
 	struct gp_dstream *ds;
 
 	for (ds = p->streams; ds; ds = ds->next)
-		if (ds->stream == s)
+		if (ds->stream == s && ds->small == small)
 			return ds;
 	return NULL;
 }
@@ -300,7 +309,10 @@ static int gp_dpool_try(struct gp_ctx *ctx, struct gp_dpool *p,
 		return -ENOMEM;
 	if (!ds->vr.holes)
 		return 0;
-	/* Trimmed granules under the block: mapped again first. */
+	/* Trimmed granules under the block: mapped again first.  (Not
+	 * preceded by gp_vmm_before_growth: a workload that repeats itself
+	 * would unmap and map the same granules every round.)
+	 */
 	bfc_chunk_info(ds->b, *h, &ci);
 	ret = gp_vmm_back(ctx, p, ds, ci.addr, ci.size);
 	if (ret)
@@ -333,6 +345,8 @@ static int gp_dpool_alloc(struct gp_ctx *ctx, struct gp_dpool *p,
 	ret = gp_dpool_try(ctx, p, ds, size, h, addr);
 	if (ret != -ENOMEM)
 		return ret;
+	if (p->vmm)
+		gp_vmm_before_growth(ctx, p, gp_round_up(size, GP_DEV_GRAN));
 	ret = gp_dpool_grow_try(ctx, p, ds, size, h, addr);
 	if (ret != -ENOMEM)
 		return ret;
@@ -360,6 +374,7 @@ GP_API int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
 	struct gp_dpool *p;
 	uint64_t addr;
 	bfc_handle_t h;
+	bool small;
 	int ret;
 
 	if (!ctx || !ptr)
@@ -372,9 +387,13 @@ GP_API int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
 			      ctx->cuda.usable ? "no such device (or out of memory)" :
 			      "CUDA is not usable (see gp_info)");
 	pthread_mutex_lock(&p->lock);
-	ds = gp_dstream_find(p, stream);
+	/* Virtual mode: small blocks apart, so that they do not keep
+	 * granules mapped among the large blocks' free space.
+	 */
+	small = p->vmm && size <= GP_VMM_SMALL;
+	ds = gp_dstream_find(p, stream, small);
 	if (!ds) {
-		ret = gp_dstream_create(ctx, p, stream, &ds);
+		ret = gp_dstream_create(ctx, p, stream, small, &ds);
 		if (ret)
 			goto out;
 	}
@@ -413,13 +432,15 @@ out:
 static struct gp_dstream *gp_dblock_find(struct gp_dpool *p, uint64_t addr,
 					 gp_stream_t hint, bfc_handle_t *h)
 {
-	struct gp_dstream *ds = gp_dstream_find(p, hint);
+	struct gp_dstream *ds;
+	int pass;
 
-	if (ds && !bfc_lookup(ds->b, addr, h))
-		return ds;
-	for (ds = p->streams; ds; ds = ds->next)
-		if (ds->stream != hint && !bfc_lookup(ds->b, addr, h))
-			return ds;
+	/* The hint's sub-pools first (two in the virtual mode). */
+	for (pass = 0; pass < 2; pass++)
+		for (ds = p->streams; ds; ds = ds->next)
+			if ((ds->stream == hint) == !pass &&
+			    !bfc_lookup(ds->b, addr, h))
+				return ds;
 	return NULL;
 }
 

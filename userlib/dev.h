@@ -40,6 +40,16 @@ struct gp_uses {
  * that lie wholly in free chunks anywhere in the region ("holes"); a block
  * later handed out over a hole gets it mapped again before it is returned.
  */
+/* Virtual mode: a free remainder of at least this is split off a block
+ * (TensorFlow's rule keeps up to half a chunk unsplit: mapped, unusable).
+ */
+#define GP_VMM_SPLIT_MIN	(1ull << 20)
+/* Virtual mode: requests up to this come from a second sub-pool per stream
+ * (PyTorch's small pool), so that small blocks do not pin granules among
+ * the large blocks' free space.
+ */
+#define GP_VMM_SMALL		(1ull << 20)
+
 struct gp_vrange {
 	uint64_t base, size;	/* the reserved range; size 0: none yet */
 	uint64_t top;		/* bytes from base that the core's region spans */
@@ -54,6 +64,7 @@ struct gp_dstream {
 	struct gp_map segs;	/* segment base -> (void *)size; virtual mode:
 				 * the region, base -> (void *)top */
 	struct gp_vrange vr;
+	bool small;		/* virtual mode: the stream's small blocks */
 	struct gp_dstream *next;
 };
 
@@ -102,6 +113,13 @@ void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p);
 /* Grow ds's region so that its top free chunk holds size bytes. */
 int gp_vmm_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 		  struct gp_dstream *ds, uint64_t size);
+/* About to grow by about `need` bytes: when the pool's mapped but unused
+ * bytes exceed its slack (1/16 of the bytes in use, at least a granule),
+ * unmap the free granules of every stream first, so that what stays mapped
+ * follows what is in use rather than the highest the regions reached.
+ */
+void gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
+			  uint64_t need);
 /* Map the holes under [addr, addr + size) of ds (a block being handed out). */
 int gp_vmm_back(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds,
 		uint64_t addr, uint64_t size);

@@ -18,6 +18,8 @@
 
 #include "dev.h"
 
+#define GP_VMM_SLACK_DIV	16	/* idle mapped bytes kept: in use / 16 */
+
 void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p)
 {
 	struct gp_cu *cu = &ctx->cuda.cu;
@@ -195,7 +197,10 @@ static int gp_vmm_room(struct gp_ctx *ctx, struct gp_dpool *p,
 
 	if (!ds->vr.size) {
 		struct gp_cu *cu = &ctx->cuda.cu;
-		uint64_t size = gp_round_up(p->total_mem, p->gran);
+		/* Twice the device: trimmed holes may leave the region's
+		 * top above the bytes mapped.  Address space costs nothing.
+		 */
+		uint64_t size = gp_round_up(2 * p->total_mem, p->gran);
 		gp_cu_ptr base = 0;
 		gp_cu_result e;
 		int ret, saved;
@@ -335,6 +340,26 @@ uint64_t gp_vmm_trim(struct gp_ctx *ctx, struct gp_dpool *p,
 		bfc_free_spans(ds->b, p->gran, gp_vmm_span, &w);
 	gp_cuda_leave(ctx, saved);
 	return w.n;
+}
+
+void gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
+			  uint64_t need)
+{
+	uint64_t used = p->st.in_use + p->st.pending_bytes;
+	uint64_t idle = p->st.mapped > used ? p->st.mapped - used : 0;
+	uint64_t slack = used / GP_VMM_SLACK_DIV > p->gran ?
+			 used / GP_VMM_SLACK_DIV : p->gran;
+	struct gp_dstream *ds;
+	uint64_t n = 0;
+
+	if (idle <= slack)
+		return;
+	for (ds = p->streams; ds; ds = ds->next)
+		n += gp_vmm_trim(ctx, p, ds);
+	p->st.growth_trims++;
+	gp_debug(ctx, "device %d: %llu idle bytes mapped before growing by %llu, %llu unmapped",
+		 p->device, (unsigned long long)idle, (unsigned long long)need,
+		 (unsigned long long)n);
 }
 
 void gp_vmm_fini(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds)

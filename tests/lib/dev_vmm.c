@@ -105,25 +105,26 @@ TEST(grows_by_granules_and_coalesces)
 	NEED_DOUBLE(&rt);
 	unsetenv("GPUPOOL_DEV_MODE");
 	OPEN(NULL, &ctx);
-	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 1 * MiB, NULL, (void **)&p));
-	EXPECT_EQ(G, stats(ctx).mapped);
-	EXPECT_EQ(1, rt_counts(&rt).reservations);
-	/* 3 MiB: the 1 MiB left at the top plus one more granule. */
-	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 3 * MiB, NULL, (void **)&q));
-	EXPECT_EQ(p + MiB, q);
+	/* (Requests over 1 MiB: smaller ones have a sub-pool of their own.) */
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 3 * MiB, NULL, (void **)&p));
 	EXPECT_EQ(2 * G, stats(ctx).mapped);
+	EXPECT_EQ(1, rt_counts(&rt).reservations);
+	/* 3 MiB more: the 1 MiB left at the top plus one more granule. */
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 3 * MiB, NULL, (void **)&q));
+	EXPECT_EQ(p + 3 * MiB, q);
+	EXPECT_EQ(3 * G, stats(ctx).mapped);
 	EXPECT_EQ(1, stats(ctx).segments);
 	EXPECT_BOOKS(&rt, ctx);
 	/* The memory is there, readable and writable. */
-	fill(p, MiB, 1);
+	fill(p, 3 * MiB, 1);
 	fill(q, 3 * MiB, 2);
-	EXPECT_TRUE(check_fill(p, MiB, 1));
+	EXPECT_TRUE(check_fill(p, 3 * MiB, 1));
 	EXPECT_TRUE(check_fill(q, 3 * MiB, 2));
 	ASSERT_EQ(0, gp_dev_free(ctx, p, NULL));
 	ASSERT_EQ(0, gp_dev_free(ctx, q, NULL));
-	EXPECT_EQ(2 * G, stats(ctx).peak_mapped);
+	EXPECT_EQ(3 * G, stats(ctx).peak_mapped);
 	ASSERT_EQ(0, gp_dev_trim(ctx, 0, &released));
-	EXPECT_EQ(2 * G, released);
+	EXPECT_EQ(3 * G, released);
 	EXPECT_EQ(0, stats(ctx).mapped);
 	EXPECT_EQ(0, rt_counts(&rt).handles);
 	EXPECT_EQ(0, rt_counts(&rt).mapped);
@@ -143,23 +144,23 @@ TEST(trim_unmaps_free_granules_anywhere)
 	NEED_DOUBLE(&rt);
 	unsetenv("GPUPOOL_DEV_MODE");
 	OPEN(NULL, &ctx);
-	/* a [0, 8M), b [8M, 14M), c [14M, 15M) of a granule [14M, 16M) */
+	/* a [0, 8M), b [8M, 14M), c [14M, 17M) of granules up to 18M */
 	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 8 * MiB, NULL, (void **)&a));
 	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 6 * MiB, NULL, (void **)&b));
-	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 1 * MiB, NULL, (void **)&c));
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 3 * MiB, NULL, (void **)&c));
 	EXPECT_EQ(a + 8 * MiB, b);
 	EXPECT_EQ(b + 6 * MiB, c);
-	EXPECT_EQ(16 * MiB, stats(ctx).mapped);
+	EXPECT_EQ(18 * MiB, stats(ctx).mapped);
 	fill(a, 8 * MiB, 3);
-	fill(c, MiB, 4);
+	fill(c, 3 * MiB, 4);
 	ASSERT_EQ(0, gp_dev_free(ctx, b, NULL));
-	/* b's three granules go; [15M, 16M) is free but shares c's. */
+	/* b's three granules go; [17M, 18M) is free but shares c's. */
 	ASSERT_EQ(0, gp_dev_trim(ctx, 0, &released));
 	EXPECT_EQ(6 * MiB, released);
-	EXPECT_EQ(10 * MiB, stats(ctx).mapped);
+	EXPECT_EQ(12 * MiB, stats(ctx).mapped);
 	EXPECT_BOOKS(&rt, ctx);
 	EXPECT_TRUE(check_fill(a, 8 * MiB, 3));
-	EXPECT_TRUE(check_fill(c, MiB, 4));
+	EXPECT_TRUE(check_fill(c, 3 * MiB, 4));
 	/* A block placed over the hole gets it mapped again. */
 	maps = stats(ctx).map_calls;
 	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 6 * MiB, NULL, (void **)&d));
@@ -190,24 +191,29 @@ TEST(refused_creation_trims_retries_then_enomem)
 	RT_SETUP(&rt);
 	NEED_DOUBLE(&rt);
 	unsetenv("GPUPOOL_DEV_MODE");
-	rt.set_mem_total(24 * MiB);
+	rt.set_mem_total(18 * MiB);
 	ASSERT_EQ(0, rt.StreamCreate(&s1));
 	ASSERT_EQ(0, rt.StreamCreate(&s2));
 	OPEN(NULL, &ctx);
-	/* s1 leaves 16 MiB cached; s2 needs 16 of the 24: the pool trims
-	 * s1's and retries.
+	/* s2 holds 16 MiB, s1 caches a granule (within the slack kept
+	 * before a growth): s2's next growth is refused, the pool trims s1
+	 * and retries.
 	 */
-	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 16 * MiB, s1, &p));
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 16 * MiB, s2, &q));
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 2 * MiB, s1, &p));
 	ASSERT_EQ(0, gp_dev_free(ctx, p, s1));
-	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 16 * MiB, s2, &q)) TH_LOG("%s", gp_last_error(ctx));
-	EXPECT_EQ(16 * MiB, stats(ctx).mapped);
-	EXPECT_LE(1, stats(ctx).malloc_refusals);
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 2 * MiB, s2, &r)) TH_LOG("%s", gp_last_error(ctx));
+	EXPECT_EQ(18 * MiB, stats(ctx).mapped);
+	EXPECT_EQ(1, stats(ctx).malloc_refusals);
 	EXPECT_BOOKS(&rt, ctx);
-	/* Creation refused after 2 more granules: a 6 MiB request maps 2,
-	 * is refused the third, gives back its 2, and fails clearly.
+	ASSERT_EQ(0, gp_dev_free(ctx, r, s2));
+	rt.set_mem_total(64 * MiB);
+	/* Creation refused after 2 more granules: 8 MiB needs three more
+	 * (2 MiB free at the top), maps 2, is refused the third, gives
+	 * them back, trims, is refused again, and fails clearly.
 	 */
 	rt.fail_create_after(2);
-	ASSERT_EQ(-ENOMEM, gp_dev_alloc(ctx, 0, 6 * MiB, s2, &r));
+	ASSERT_EQ(-ENOMEM, gp_dev_alloc(ctx, 0, 8 * MiB, s2, &r));
 	EXPECT_NE(NULL, strstr(gp_last_error(ctx), "out of memory on device 0"));
 	EXPECT_EQ(16 * MiB, stats(ctx).mapped);
 	EXPECT_EQ(1, stats(ctx).ooms);
@@ -221,7 +227,7 @@ TEST(refused_creation_trims_retries_then_enomem)
 	for (i = 0; i < 4; i++) {
 		void *x;
 
-		if (gp_dev_alloc(ctx, 0, MiB, s2, &x) == -ENOMEM)
+		if (gp_dev_alloc(ctx, 0, MiB + MiB * i, s2, &x) == -ENOMEM)
 			n++;
 	}
 	EXPECT_EQ(4, n);
