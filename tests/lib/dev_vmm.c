@@ -274,6 +274,58 @@ TEST(limit_counts_mapped_bytes)
 	EXPECT_TRUE(rt_clean(&rt)) TH_LOG("%s", rt.last_violation());
 }
 
+/* On either runtime (the real one in the lib-real-gpu suite): blocks of
+ * many sizes on two streams, mapped in whole granules, nothing mapped after
+ * they are freed and trimmed.  No byte is touched (device memory).
+ */
+TEST(virtual_roundtrip_any_runtime)
+{
+	static const size_t sizes[] = { 256, 4096, MiB, MiB + 1, 3 * MiB,
+					64 * MiB + 256, 200 * MiB };
+	void *p[2][sizeof(sizes) / sizeof(sizes[0])];
+	struct gp_dev_stats st;
+	gp_stream_t s[2] = { NULL, NULL };
+	struct gp_ctx *ctx;
+	struct gp_info info;
+	uint64_t released = 0;
+	struct rt rt;
+	unsigned int i, k;
+
+	RT_SETUP(&rt);
+	unsetenv("GPUPOOL_DEV_MODE");
+	ASSERT_EQ(0, rt.StreamCreate(&s[1]));
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, gp_info(ctx, &info));
+	if (info.dev_mode != GP_DEV_VIRTUAL) {
+		gp_close(ctx);
+		rt.StreamDestroy(s[1]);
+		SKIP(return, "the device pool is not in the virtual mode here");
+	}
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			ASSERT_EQ(0, gp_dev_alloc(ctx, 0, sizes[i], s[k], &p[k][i]))
+				TH_LOG("%s", gp_last_error(ctx));
+	ASSERT_EQ(0, gp_dev_stats(ctx, 0, &st));
+	EXPECT_EQ(GP_DEV_VIRTUAL, st.mode);
+	EXPECT_EQ(0, st.mapped % st.granularity);
+	EXPECT_LE(st.in_use, st.mapped);
+	EXPECT_EQ(st.mapped, st.reserved);
+	EXPECT_LE(4, st.segments);	/* two streams, small and large each */
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			ASSERT_EQ(0, gp_dev_free(ctx, p[k][i], s[k]));
+	ASSERT_EQ(0, gp_dev_trim(ctx, 0, &released));
+	ASSERT_EQ(0, gp_dev_stats(ctx, 0, &st));
+	EXPECT_EQ(0, st.mapped);
+	EXPECT_LE(st.peak_mapped, released);
+	EXPECT_EQ(st.map_calls, st.unmap_calls);
+	gp_close(ctx);
+	rt.StreamDestroy(s[1]);
+	EXPECT_EQ(0, rt_counts(&rt).handles);
+	EXPECT_EQ(0, rt_counts(&rt).reservations);
+	EXPECT_TRUE(rt_clean(&rt));
+}
+
 /* The double itself: what the documentation forbids is refused. */
 TEST(double_is_strict)
 {
