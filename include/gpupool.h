@@ -284,7 +284,8 @@ struct gp_dev_stats {
 	uint64_t next_segment;		/* size the next growth starts from */
 	/* The pool's mode (enum gp_dev_mode) and, in the virtual mode, its
 	 * physical memory: reserved and peak_reserved above are then the
-	 * mapped bytes too, segments the streams whose range holds a region.
+	 * mapped bytes too, segments and streams count sub-pools (two per
+	 * stream: blocks up to 1 MiB apart), segments those holding a region.
 	 */
 	uint64_t mode;
 	uint64_t granularity;		/* the driver's (virtual mode), else 256 */
