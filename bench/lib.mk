@@ -8,8 +8,8 @@
 LIB_BENCH_CUDART ?= $(O)/tests/cudart_double/libcudart_double.so
 
 .PHONY: lib
-lib: $(B)/lib_bench
-	GPUPOOL_CUDART=$(LIB_BENCH_CUDART) $(B)/lib_bench $(BENCH_ARGS) $(DATA_TRACES)
+lib: $(B)/lib_bench $(GEN_TRACES)
+	GPUPOOL_CUDART=$(LIB_BENCH_CUDART) $(B)/lib_bench $(BENCH_ARGS) $(DATA_TRACES) $(GEN_TRACES)
 
 $(O)/userlib/libgpupool.so: FORCE_LIB
 	@$(MAKE) --no-print-directory -C $(TOP)/userlib O=$(O) TOP=$(TOP)

@@ -1163,6 +1163,54 @@ uint64_t bfc_free_at_top(const struct bfc *b)
 	return c->flags & BFC_CF_HELD ? 0 : c->size;
 }
 
+static uint64_t bfc_span_flush(uint64_t start, uint64_t end, uint64_t align,
+			       void (*fn)(void *ctx, uint64_t base,
+					  uint64_t size),
+			       void *ctx)
+{
+	uint64_t lo = ((start - 1) | (align - 1)) + 1, hi = end & ~(align - 1);
+
+	if (end == start || start + align - 1 < start || hi <= lo)
+		return 0;	/* empty, wraps, or no whole block */
+	if (fn)
+		fn(ctx, lo, hi - lo);
+	return hi - lo;
+}
+
+uint64_t bfc_free_spans(const struct bfc *b, uint64_t align,
+			void (*fn)(void *ctx, uint64_t base, uint64_t size),
+			void *ctx)
+{
+	uint64_t start = 0, end = 0, n = 0;
+	uint32_t pos, h;
+
+	if (!align || (align & (align - 1)))
+		return 0;
+	/* A run of free chunks goes on while the next free chunk starts
+	 * where it ends: in the same region, or in the next one.
+	 */
+	for (pos = 0; pos < b->nr_regions; pos++) {
+		const struct bfc_region *r = &b->regions[b->order[pos]];
+
+		for (h = b->chunks[r->lo].next; h != r->hi;
+		     h = b->chunks[h].next) {
+			const struct bfc_chunk *c = &b->chunks[h];
+
+			if (c->flags & BFC_CF_HELD) {
+				n += bfc_span_flush(start, end, align, fn, ctx);
+				start = end = 0;
+			} else if (end != start && c->addr == end) {
+				end += c->size;
+			} else {
+				n += bfc_span_flush(start, end, align, fn, ctx);
+				start = c->addr;
+				end = c->addr + c->size;
+			}
+		}
+	}
+	return n + bfc_span_flush(start, end, align, fn, ctx);
+}
+
 /* Statistics ------------------------------------------------------------------ */
 
 void bfc_get_stats(const struct bfc *b, struct bfc_stats *s)

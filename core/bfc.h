@@ -246,6 +246,19 @@ int bfc_walk_chunks(const struct bfc *b, struct bfc_cursor *cur,
  */
 uint64_t bfc_free_at_top(const struct bfc *b);
 
+/* Free address space in whole blocks, for a caller that backs its regions
+ * with memory in units larger than the granularity (the library's device
+ * pool maps physical memory in the driver's granules, and gives back the
+ * granules no chunk uses): for every maximal run of free chunks (adjacent
+ * regions continue a run), the largest span of whole `align`-aligned blocks
+ * inside it, in address order, through fn(ctx, base, size) (fn may be
+ * NULL).  Returns the bytes of all spans; 0 when align is not a power of
+ * two.  fn must not change the allocator.  O(chunks).
+ */
+uint64_t bfc_free_spans(const struct bfc *b, uint64_t align,
+			void (*fn)(void *ctx, uint64_t base, uint64_t size),
+			void *ctx);
+
 /* Statistics ------------------------------------------------------------- */
 
 struct bfc_stats {

@@ -21,6 +21,8 @@
  *   GPUPOOL_DEBUG=1               debug lines on stderr
  *   GPUPOOL_CUDART=/path/lib.so   the CUDA runtime to load
  *   GPUPOOL_HOST_LIMIT, GPUPOOL_DEV_LIMIT   defaults for the limits below
+ *   GPUPOOL_DEV_MODE=segments|auto  device pools on cudaMalloc segments
+ *                                 (GP_OPEN_DEV_SEGMENTS), or the default
  */
 #ifndef GPUPOOL_H
 #define GPUPOOL_H
@@ -60,7 +62,10 @@ enum gp_backend {
 #define GP_OPEN_HOST_MAPPED	(1u << 2)	/* register with cudaHostRegisterMapped */
 #define GP_OPEN_NUMA_STRICT	(1u << 3)	/* bind to the node (default: prefer it) */
 #define GP_OPEN_NO_HUGEPAGES	(1u << 4)	/* never use huge pages */
-#define GP_OPEN_VALID_FLAGS	(0x1fu)
+#define GP_OPEN_DEV_SEGMENTS	(1u << 5)	/* device pools: cudaMalloc
+						 * segments even where the
+						 * virtual mode works */
+#define GP_OPEN_VALID_FLAGS	(0x3fu)
 
 /* Placement policies of the allocators (the BFC core's, docs/placement.md).
  * DEFAULT is TF, TensorFlow's BFC placement exactly.
@@ -128,6 +133,20 @@ const char *gp_last_error(struct gp_ctx *ctx);
 /* A static description of a negative errno value returned by this library. */
 const char *gp_strerror(int err);
 
+/* How a device pool gets its memory (see docs/library.md). */
+enum gp_dev_mode {
+	/* One cudaMalloc segment per growth, sizes doubling; blocks never
+	 * span two segments, a segment is freed only when wholly free.
+	 */
+	GP_DEV_SEGMENTS = 0,
+	/* One reserved virtual range per pool, physical memory mapped in the
+	 * driver's granularity as far as the pool needs (CUDA virtual memory
+	 * management); free granules anywhere are given back by a trim.  The
+	 * default where the device supports it.
+	 */
+	GP_DEV_VIRTUAL = 1,
+};
+
 enum gp_cuda_state {
 	GP_CUDA_OFF = 0,	/* runtime not loaded (missing, no device, disabled) */
 	GP_CUDA_REGISTERED = 1,	/* host chunks are registered with cudaHostRegister */
@@ -147,6 +166,7 @@ struct gp_info {
 	uint64_t host_granularity;	/* page size of host segments */
 	uint32_t hugepages;		/* 1 if some segment is on huge pages now */
 	uint32_t io_fixed;		/* enum gp_io_fixed: gp_read's fixed buffers */
+	int32_t dev_mode;		/* enum gp_dev_mode of device 0's pool */
 	char backend_name[16];		/* "kernel" / "user" */
 	char cudart[128];		/* the runtime loaded, or "" */
 	char why[192];			/* why the backend / CUDA state is what it is */
@@ -251,7 +271,8 @@ int gp_dev_free(struct gp_ctx *ctx, void *ptr, gp_stream_t stream);
  * -EINVAL for an unknown pointer or one already freed.
  */
 int gp_dev_record_stream(struct gp_ctx *ctx, void *ptr, gp_stream_t stream);
-/* Release every wholly free segment of `device` (-1: all) with cudaFree.
+/* Release every wholly free segment of `device` (-1: all) with cudaFree;
+ * in the virtual mode, unmap and release every granule that no block uses.
  * *released (may be NULL) receives the byte count.
  */
 int gp_dev_trim(struct gp_ctx *ctx, int device, uint64_t *released);
@@ -275,6 +296,19 @@ struct gp_dev_stats {
 	uint64_t ooms;			/* -ENOMEM returned */
 	uint64_t event_syncs;		/* cudaEventSynchronize before an OOM */
 	uint64_t next_segment;		/* size the next growth starts from */
+	/* The pool's mode (enum gp_dev_mode) and, in the virtual mode, its
+	 * physical memory: reserved and peak_reserved above are then the
+	 * mapped bytes too, segments and streams count sub-pools (two per
+	 * stream: blocks up to 1 MiB apart), segments those holding a region.
+	 */
+	uint64_t mode;
+	uint64_t granularity;		/* the driver's (virtual mode), else 256 */
+	uint64_t mapped;		/* bytes mapped now (virtual mode) */
+	uint64_t peak_mapped;
+	uint64_t va_reserved;		/* virtual address space reserved */
+	uint64_t map_calls;		/* granules created and mapped, ever */
+	uint64_t unmap_calls;		/* granules unmapped and released, ever */
+	uint64_t growth_trims;		/* free granules unmapped before a growth */
 };
 int gp_dev_stats(struct gp_ctx *ctx, int device, struct gp_dev_stats *stats);
 

@@ -72,6 +72,9 @@ step "host unit tests: the allocator core"
 step "host tests: libgpupool on the user backend, CUDA through the test double"
 GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" lib "$O/tests/lib" || status=1
 
+# On a GPU the device pool runs in its virtual mode where the GPU has virtual
+# memory management (dev_vmm's runtime-independent tests, threads, torch) and
+# in the segment mode where a test asks for it (dev_alloc, dev_oom).
 step "host tests: libgpupool against the real CUDA runtime (only where a GPU is present)"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
 	GPUPOOL_BACKEND=user GPUPOOL_TEST_CUDART=real \

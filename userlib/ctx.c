@@ -71,6 +71,14 @@ static int gp_apply_env(struct gp_ctx *ctx)
 			return gp_err(NULL, -EINVAL,
 				      "GPUPOOL_BACKEND=%s: expected kernel, user or auto", b);
 	}
+	b = getenv("GPUPOOL_DEV_MODE");
+	if (b && *b) {
+		if (!strcmp(b, "segments"))
+			o->flags |= GP_OPEN_DEV_SEGMENTS;
+		else if (strcmp(b, "auto"))
+			return gp_err(NULL, -EINVAL,
+				      "GPUPOOL_DEV_MODE=%s: expected segments or auto", b);
+	}
 	if (gp_env_true("GPUPOOL_REQUIRE_CUDA"))
 		o->flags |= GP_OPEN_REQUIRE_CUDA;
 	b = getenv("GPUPOOL_POLICY");
@@ -286,8 +294,10 @@ GP_API int gp_info(struct gp_ctx *ctx, struct gp_info *info)
 	pthread_mutex_unlock(&ctx->host_lock);
 	snprintf(info->backend_name, sizeof(info->backend_name), "%s",
 		 ctx->ops->name);
-	if (ctx->cuda.usable)
+	if (ctx->cuda.usable) {
 		snprintf(info->cudart, sizeof(info->cudart), "%s", ctx->cuda.path);
+		info->dev_mode = gp_dev_mode(ctx, 0);
+	}
 	snprintf(info->why, sizeof(info->why), "%s", ctx->why);
 	info->io_fixed = gp_io_fixed_state(ctx);
 	return 0;

@@ -30,7 +30,87 @@
 		       #name " does not match cuda_runtime_api.h");
 GP_CUDA_FUNCS(GP_CUDA_CHECK)
 #undef GP_CUDA_CHECK
+
+/* The driver's types, declared in cuda.h without the toolkit: same ABI.
+ * The toolkit's cuda.h by a path that skips ours (userlib/ is first on the
+ * include path and has a cuda.h): ../include/ from the toolkit's directory.
+ */
+#include <../include/cuda.h>
+#include <stddef.h>
+_Static_assert(sizeof(struct gp_cu_prop) == sizeof(CUmemAllocationProp) &&
+	       offsetof(struct gp_cu_prop, location) ==
+	       offsetof(CUmemAllocationProp, location) &&
+	       offsetof(struct gp_cu_prop, usage) ==
+	       offsetof(CUmemAllocationProp, allocFlags.usage),
+	       "struct gp_cu_prop does not match CUmemAllocationProp");
+_Static_assert(sizeof(struct gp_cu_access) == sizeof(CUmemAccessDesc) &&
+	       offsetof(struct gp_cu_access, flags) ==
+	       offsetof(CUmemAccessDesc, flags),
+	       "struct gp_cu_access does not match CUmemAccessDesc");
+_Static_assert(sizeof(gp_cu_ptr) == sizeof(CUdeviceptr) &&
+	       sizeof(gp_cu_mem) == sizeof(CUmemGenericAllocationHandle) &&
+	       GP_CU_VMM_SUPPORTED_ATTR ==
+	       CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED &&
+	       GP_CU_ERROR_OUT_OF_MEMORY == CUDA_ERROR_OUT_OF_MEMORY &&
+	       GP_CU_MEM_ACCESS_FLAGS_PROT_READWRITE ==
+	       CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+	       "driver constants differ from cuda.h");
 #endif
+
+/* The runtime's two ways to the driver's entry points (the last argument,
+ * a query result, is written when not NULL; runtimes before 12.0 take
+ * three arguments and ignore a fourth).
+ */
+typedef int (*gp_entry_by_version_fn)(const char *, void **, unsigned int,
+				      unsigned long long, int *);
+typedef int (*gp_entry_fn)(const char *, void **, unsigned long long, int *);
+
+/* The driver version whose signatures GP_CU_FUNCS has (all unchanged
+ * since 10.2; asked as 12.0, the oldest the by-version call accepts).
+ */
+#define GP_CU_API_VERSION	12000
+
+void gp_cuda_load_driver(struct gp_ctx *ctx)
+{
+	struct gp_cuda *c = &ctx->cuda;
+	struct gp_cu *cu = &c->cu;
+	gp_entry_by_version_fn by_version = NULL;
+	gp_entry_fn plain = NULL;
+	const char *how;
+
+	memset(cu, 0, sizeof(*cu));
+	if (!c->dl)
+		return;
+	if (c->runtime_version >= 12050)
+		*(void **)&by_version = dlsym(c->dl,
+					      "cudaGetDriverEntryPointByVersion");
+	if (!by_version)
+		*(void **)&plain = dlsym(c->dl, "cudaGetDriverEntryPoint");
+	how = by_version ? "cudaGetDriverEntryPointByVersion" :
+	      "cudaGetDriverEntryPoint";
+	if (!by_version && !plain) {
+		snprintf(cu->why, sizeof(cu->why), "the runtime has no %s", how);
+		return;
+	}
+#define GP_CU_RESOLVE(name, args)					\
+	do {								\
+		void *fp = NULL;					\
+		int st = 0, e = by_version ?				\
+			by_version(#name, &fp, GP_CU_API_VERSION, 0, &st) :	\
+			plain(#name, &fp, 0, &st);			\
+		if (e || !fp) {						\
+			c->cudaGetLastError();				\
+			snprintf(cu->why, sizeof(cu->why),		\
+				 "%s(%s) found nothing", how, #name);	\
+			return;	/* cu->usable stays 0 */		\
+		}							\
+		*(void **)&cu->name = fp;				\
+	} while (0);
+	GP_CU_FUNCS(GP_CU_RESOLVE)
+#undef GP_CU_RESOLVE
+	snprintf(cu->why, sizeof(cu->why), "driver entry points from %s", how);
+	cu->usable = 1;
+}
 
 void gp_cuda_load(struct gp_ctx *ctx, const char *path, char *why, size_t len)
 {
@@ -77,6 +157,7 @@ void gp_cuda_load(struct gp_ctx *ctx, const char *path, char *why, size_t len)
 	c->cudaRuntimeGetVersion(&c->runtime_version);
 	c->cudaDriverGetVersion(&c->driver_version);
 	c->usable = 1;
+	gp_cuda_load_driver(ctx);
 	snprintf(why, len, "%s: %d device(s), runtime %d, driver %d", path,
 		 c->device_count, c->runtime_version, c->driver_version);
 	return;

@@ -51,6 +51,64 @@ typedef struct CUevent_st *cudaEvent_t;
 	X(cudaError_t, cudaEventDestroy, (cudaEvent_t))			\
 	X(cudaError_t, cudaStreamSynchronize, (cudaStream_t))
 
+/*
+ * The driver's virtual memory management, for the device pool's virtual
+ * mode.  libcuda is never linked or opened: the entry points come from the
+ * runtime (cudaGetDriverEntryPointByVersion, or cudaGetDriverEntryPoint
+ * before 12.5).  The types are the driver's ABI, declared here so that the
+ * library builds without the toolkit (checked against cuda.h with it).
+ */
+typedef int gp_cu_result;			/* CUresult */
+typedef unsigned long long gp_cu_ptr;		/* CUdeviceptr */
+typedef unsigned long long gp_cu_mem;		/* CUmemGenericAllocationHandle */
+struct gp_cu_location { int type; int id; };	/* CUmemLocation */
+struct gp_cu_prop {				/* CUmemAllocationProp */
+	int type;
+	int requested_handle_types;
+	struct gp_cu_location location;
+	void *win32_metadata;
+	unsigned char compression_type;
+	unsigned char gpu_direct_rdma;
+	unsigned short usage;
+	unsigned char reserved[4];
+};
+struct gp_cu_access {				/* CUmemAccessDesc */
+	struct gp_cu_location location;
+	int flags;
+};
+#define GP_CU_SUCCESS			0
+#define GP_CU_ERROR_OUT_OF_MEMORY	2
+#define GP_CU_VMM_SUPPORTED_ATTR	102	/* ..._VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
+#define GP_CU_MEM_ALLOCATION_TYPE_PINNED	1
+#define GP_CU_MEM_LOCATION_TYPE_DEVICE		1
+#define GP_CU_MEM_ACCESS_FLAGS_PROT_READWRITE	3
+#define GP_CU_MEM_ALLOC_GRANULARITY_MINIMUM	0
+
+/* X(name, parameters): the driver entry points of the virtual mode. */
+#define GP_CU_FUNCS(X)								\
+	X(cuDeviceGet, (int *, int))						\
+	X(cuDeviceGetAttribute, (int *, int, int))				\
+	X(cuMemGetAllocationGranularity, (size_t *, const struct gp_cu_prop *,	\
+					  int))					\
+	X(cuMemAddressReserve, (gp_cu_ptr *, size_t, size_t, gp_cu_ptr,	\
+				unsigned long long))				\
+	X(cuMemAddressFree, (gp_cu_ptr, size_t))				\
+	X(cuMemCreate, (gp_cu_mem *, size_t, const struct gp_cu_prop *,		\
+			unsigned long long))					\
+	X(cuMemRelease, (gp_cu_mem))						\
+	X(cuMemMap, (gp_cu_ptr, size_t, size_t, gp_cu_mem, unsigned long long))	\
+	X(cuMemUnmap, (gp_cu_ptr, size_t))					\
+	X(cuMemSetAccess, (gp_cu_ptr, size_t, const struct gp_cu_access *,	\
+			   size_t))
+
+struct gp_cu {
+	int usable;		/* every entry point resolved */
+	char why[96];		/* why not, or through which call */
+#define GP_CU_MEMBER(name, args) gp_cu_result (*name) args;
+	GP_CU_FUNCS(GP_CU_MEMBER)
+#undef GP_CU_MEMBER
+};
+
 struct gp_cuda {
 	void *dl;		/* dlopen handle, NULL when off */
 	int usable;		/* loaded and at least one device */
@@ -61,6 +119,7 @@ struct gp_cuda {
 #define GP_CUDA_MEMBER(ret, name, args) ret (*name) args;
 	GP_CUDA_FUNCS(GP_CUDA_MEMBER)
 #undef GP_CUDA_MEMBER
+	struct gp_cu cu;	/* the driver's, for the virtual mode */
 };
 
 struct gp_ctx;
@@ -71,6 +130,8 @@ struct gp_ctx;
  */
 void gp_cuda_load(struct gp_ctx *ctx, const char *path, char *why, size_t len);
 void gp_cuda_unload(struct gp_ctx *ctx);
+/* Resolve ctx->cuda.cu (after gp_cuda_load; cu.usable says if it worked). */
+void gp_cuda_load_driver(struct gp_ctx *ctx);
 /* The NUMA node of a GPU's PCI device, -1 when unknown. */
 int gp_cuda_numa_node(struct gp_ctx *ctx, int device);
 /* The runtime's words for an error. */

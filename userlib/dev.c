@@ -3,7 +3,10 @@
  * dev.c - the device pools: the BFC core over cudaMalloc segments (see
  * dev.h for the per-stream layout and stream safety).
  *
- * Growth is TensorFlow's Extend: the first segment is dev_initial_segment
+ * Two modes (enum gp_dev_mode): the virtual one is in dev_vmm.c; this file
+ * has the segments and everything both share.
+ *
+ * Segments: growth is TensorFlow's Extend: the first segment is dev_initial_segment
  * (2 MiB); the size doubles until it holds the request, and doubles again
  * after each growth that did not need that; a segment is clipped to what the
  * limit leaves; when cudaMalloc refuses, the size backs off to 90% at a time
@@ -22,7 +25,8 @@
 #define GP_DEV_SEG_CAP_DIV	8	/* and at 1/8 of the device (or limit) */
 
 static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
-			     gp_stream_t stream, struct gp_dstream **out)
+			     gp_stream_t stream, bool small,
+			     struct gp_dstream **out)
 {
 	struct gp_dstream *ds = calloc(1, sizeof(*ds));
 	struct bfc_params bp;
@@ -31,11 +35,20 @@ static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
 		return gp_err(ctx, -ENOMEM, "out of memory for a stream pool");
 	bfc_params_default(&bp, GP_DEV_GRAN);
 	bp.policy = gp_bfc_policy(ctx);
+	if (p->vmm) {
+		/* One region, growing: the top chunk merges.  A remainder
+		 * left unsplit is mapped memory nobody can use: split off
+		 * whatever is worth a block of its own.
+		 */
+		bp.flags |= BFC_MERGE_ADJACENT_REGIONS;
+		bp.split_threshold = GP_VMM_SPLIT_MIN;
+	}
 	if (bfc_create(&ds->b, &bp)) {
 		free(ds);
 		return gp_err(ctx, -ENOMEM, "out of memory for a stream pool");
 	}
 	ds->stream = stream;
+	ds->small = small;
 	ds->next = p->streams;
 	p->streams = ds;
 	p->st.streams++;
@@ -43,12 +56,13 @@ static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
 	return 0;
 }
 
-static struct gp_dstream *gp_dstream_find(struct gp_dpool *p, gp_stream_t s)
+static struct gp_dstream *gp_dstream_find(struct gp_dpool *p, gp_stream_t s,
+					  bool small)
 {
 	struct gp_dstream *ds;
 
 	for (ds = p->streams; ds; ds = ds->next)
-		if (ds->stream == s)
+		if (ds->stream == s && ds->small == small)
 			return ds;
 	return NULL;
 }
@@ -79,8 +93,11 @@ struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create)
 			p->total_mem = total;
 		else
 			ctx->cuda.cudaGetLastError();
+		gp_vmm_probe(ctx, p);
 		gp_cuda_leave(ctx, saved);
 	}
+	p->st.mode = p->vmm ? GP_DEV_VIRTUAL : GP_DEV_SEGMENTS;
+	p->st.granularity = p->vmm ? p->gran : GP_DEV_GRAN;
 	p->limit = ctx->opt.dev_limit;
 	if (ctx->opt.dev_limit_fraction > 0.0 && p->total_mem) {
 		uint64_t f = (uint64_t)(ctx->opt.dev_limit_fraction *
@@ -141,10 +158,15 @@ static uint64_t gp_dpool_release_free(struct gp_ctx *ctx, struct gp_dpool *p,
 		return 0;
 	while ((ds = *pp)) {
 		a.ds = ds;
-		n += bfc_remove_free_regions(ds->b, gp_dseg_release, &a);
+		if (p->vmm)
+			n += gp_vmm_trim(ctx, p, ds);
+		else
+			n += bfc_remove_free_regions(ds->b, gp_dseg_release, &a);
 		if (ds->segs.count == 0 && ds != keep) {
 			/* A stream with nothing left: forget it. */
 			*pp = ds->next;
+			if (p->vmm)
+				gp_vmm_fini(ctx, p, ds);
 			bfc_destroy(ds->b);
 			gp_map_destroy(&ds->segs);
 			free(ds);
@@ -276,10 +298,27 @@ static int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 
 /* Allocation ---------------------------------------------------------------- */
 
-static int gp_dpool_try(struct gp_dstream *ds, uint64_t size, bfc_handle_t *h,
+/* 0, -ENOMEM, or -EIO from mapping a hole (virtual mode). */
+static int gp_dpool_try(struct gp_ctx *ctx, struct gp_dpool *p,
+			struct gp_dstream *ds, uint64_t size, bfc_handle_t *h,
 			uint64_t *addr)
 {
-	return bfc_alloc(ds->b, size, h, addr) == 0 ? 0 : -ENOMEM;
+	struct bfc_chunk_info ci;
+	int ret;
+
+	if (bfc_alloc(ds->b, size, h, addr))
+		return -ENOMEM;
+	if (!ds->vr.holes)
+		return 0;
+	/* Trimmed granules under the block: mapped again first.  (Not
+	 * preceded by gp_vmm_before_growth: a workload that repeats itself
+	 * would unmap and map the same granules every round.)
+	 */
+	bfc_chunk_info(ds->b, *h, &ci);
+	ret = gp_vmm_back(ctx, p, ds, ci.addr, ci.size);
+	if (ret)
+		bfc_free(ds->b, *h);
+	return ret;
 }
 
 /* A new segment for the stream, then the allocation from it. */
@@ -287,9 +326,10 @@ static int gp_dpool_grow_try(struct gp_ctx *ctx, struct gp_dpool *p,
 			     struct gp_dstream *ds, uint64_t size,
 			     bfc_handle_t *h, uint64_t *addr)
 {
-	int ret = gp_dstream_extend(ctx, p, ds, size);
+	int ret = p->vmm ? gp_vmm_extend(ctx, p, ds, size) :
+		  gp_dstream_extend(ctx, p, ds, size);
 
-	return ret ? ret : gp_dpool_try(ds, size, h, addr);
+	return ret ? ret : gp_dpool_try(ctx, p, ds, size, h, addr);
 }
 
 /* 0; -ENOMEM when nothing frees enough; -EIO when CUDA failed otherwise
@@ -303,8 +343,11 @@ static int gp_dpool_alloc(struct gp_ctx *ctx, struct gp_dpool *p,
 
 	if (p->pending)
 		gp_pending_poll(ctx, p, false);
-	if (!gp_dpool_try(ds, size, h, addr))
-		return 0;
+	ret = gp_dpool_try(ctx, p, ds, size, h, addr);
+	if (ret != -ENOMEM)
+		return ret;
+	if (p->vmm)
+		gp_vmm_before_growth(ctx, p, gp_round_up(size, GP_DEV_GRAN));
 	ret = gp_dpool_grow_try(ctx, p, ds, size, h, addr);
 	if (ret != -ENOMEM)
 		return ret;
@@ -317,8 +360,9 @@ static int gp_dpool_alloc(struct gp_ctx *ctx, struct gp_dpool *p,
 		return ret;
 	/* Last resort: wait for blocks freed behind events. */
 	gp_pending_poll(ctx, p, true);
-	if (!gp_dpool_try(ds, size, h, addr))
-		return 0;
+	ret = gp_dpool_try(ctx, p, ds, size, h, addr);
+	if (ret != -ENOMEM)
+		return ret;
 	gp_dpool_release_free(ctx, p, ds);
 	return gp_dpool_grow_try(ctx, p, ds, size, h, addr);
 }
@@ -331,6 +375,7 @@ GP_API int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
 	struct gp_dpool *p;
 	uint64_t addr;
 	bfc_handle_t h;
+	bool small;
 	int ret;
 
 	if (!ctx || !ptr)
@@ -343,9 +388,13 @@ GP_API int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
 			      ctx->cuda.usable ? "no such device (or out of memory)" :
 			      "CUDA is not usable (see gp_info)");
 	pthread_mutex_lock(&p->lock);
-	ds = gp_dstream_find(p, stream);
+	/* Virtual mode: small blocks apart, so that they do not keep
+	 * granules mapped among the large blocks' free space.
+	 */
+	small = p->vmm && size <= GP_VMM_SMALL;
+	ds = gp_dstream_find(p, stream, small);
 	if (!ds) {
-		ret = gp_dstream_create(ctx, p, stream, &ds);
+		ret = gp_dstream_create(ctx, p, stream, small, &ds);
 		if (ret)
 			goto out;
 	}
@@ -384,13 +433,15 @@ out:
 static struct gp_dstream *gp_dblock_find(struct gp_dpool *p, uint64_t addr,
 					 gp_stream_t hint, bfc_handle_t *h)
 {
-	struct gp_dstream *ds = gp_dstream_find(p, hint);
+	struct gp_dstream *ds;
+	int pass;
 
-	if (ds && !bfc_lookup(ds->b, addr, h))
-		return ds;
-	for (ds = p->streams; ds; ds = ds->next)
-		if (ds->stream != hint && !bfc_lookup(ds->b, addr, h))
-			return ds;
+	/* The hint's sub-pools first (two in the virtual mode). */
+	for (pass = 0; pass < 2; pass++)
+		for (ds = p->streams; ds; ds = ds->next)
+			if ((ds->stream == hint) == !pass &&
+			    !bfc_lookup(ds->b, addr, h))
+				return ds;
 	return NULL;
 }
 
@@ -515,6 +566,13 @@ GP_API int gp_dev_stats(struct gp_ctx *ctx, int device, struct gp_dev_stats *st)
 	return 0;
 }
 
+int gp_dev_mode(struct gp_ctx *ctx, int device)
+{
+	struct gp_dpool *p = gp_dpool_get(ctx, device, true);
+
+	return p && p->vmm ? GP_DEV_VIRTUAL : GP_DEV_SEGMENTS;
+}
+
 /* Close --------------------------------------------------------------------- */
 
 static int gp_fini_chunk(void *arg, const struct bfc_chunk_info *c)
@@ -556,7 +614,10 @@ void gp_dev_fini(struct gp_ctx *ctx)
 
 			p->streams = ds->next;
 			bfc_for_each_chunk(ds->b, gp_fini_chunk, NULL);
-			gp_map_each(&ds->segs, gp_fini_seg, ctx);
+			if (p->vmm)
+				gp_vmm_fini(ctx, p, ds);
+			else
+				gp_map_each(&ds->segs, gp_fini_seg, ctx);
 			gp_map_destroy(&ds->segs);
 			bfc_destroy(ds->b);
 			free(ds);

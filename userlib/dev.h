@@ -31,10 +31,40 @@ struct gp_uses {
 	gp_stream_t *s;
 };
 
+/*
+ * Virtual mode (dev_vmm.c): a stream's pool owns one reserved virtual
+ * range; its core holds one region [base, base + top) that grows upward
+ * (adjacent regions merge, so the free chunk at the top coalesces with the
+ * growth).  Physical memory is one driver allocation per granule, mapped
+ * from base up as far as the region reaches.  Trimming unmaps the granules
+ * that lie wholly in free chunks anywhere in the region ("holes"); a block
+ * later handed out over a hole gets it mapped again before it is returned.
+ */
+/* Virtual mode: a free remainder of at least this is split off a block
+ * (TensorFlow's rule keeps up to half a chunk unsplit: mapped, unusable).
+ */
+#define GP_VMM_SPLIT_MIN	(1ull << 20)
+/* Virtual mode: requests up to this come from a second sub-pool per stream
+ * (PyTorch's small pool), so that small blocks do not pin granules among
+ * the large blocks' free space.
+ */
+#define GP_VMM_SMALL		(1ull << 20)
+
+struct gp_vrange {
+	uint64_t base, size;	/* the reserved range; size 0: none yet */
+	uint64_t top;		/* bytes from base that the core's region spans */
+	gp_cu_mem *h;		/* per granule below top: its handle, 0 unmapped */
+	uint64_t cap;		/* entries in h */
+	uint64_t holes;		/* granules below top not mapped */
+};
+
 struct gp_dstream {
 	gp_stream_t stream;
 	struct bfc *b;
-	struct gp_map segs;	/* segment base -> (void *)size */
+	struct gp_map segs;	/* segment base -> (void *)size; virtual mode:
+				 * the region, base -> (void *)top */
+	struct gp_vrange vr;
+	bool small;		/* virtual mode: the stream's small blocks */
 	struct gp_dstream *next;
 };
 
@@ -56,6 +86,8 @@ struct gp_dpool {
 	uint32_t nr_evcache, cap_evcache;
 	uint64_t limit;		/* 0 = none */
 	uint64_t total_mem;	/* cudaMemGetInfo at creation, 0 if unknown */
+	bool vmm;		/* virtual mode (else cudaMalloc segments) */
+	uint64_t gran;		/* virtual mode: the driver's granularity */
 	struct gp_dev_stats st;
 };
 
@@ -74,6 +106,30 @@ void gp_pending_poll(struct gp_ctx *ctx, struct gp_dpool *p, bool sync);
 void gp_events_destroy(struct gp_ctx *ctx, struct gp_dpool *p);
 /* Is block h of ds waiting for events? */
 bool gp_block_pending(const struct bfc_chunk_info *ci);
+
+/* dev_vmm.c (pool lock held) */
+/* Pick the mode of a new pool (its device current). */
+void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p);
+/* Grow ds's region so that its top free chunk holds size bytes. */
+int gp_vmm_extend(struct gp_ctx *ctx, struct gp_dpool *p,
+		  struct gp_dstream *ds, uint64_t size);
+/* About to grow by about `need` bytes: when the pool's mapped but unused
+ * bytes exceed its slack (1/16 of the bytes in use, at least a granule),
+ * unmap the free granules of every stream first, so that what stays mapped
+ * follows what is in use rather than the highest the regions reached.
+ */
+void gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
+			  uint64_t need);
+/* Map the holes under [addr, addr + size) of ds (a block being handed out). */
+int gp_vmm_back(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds,
+		uint64_t addr, uint64_t size);
+/* Unmap every granule lying wholly in free chunks of ds (the whole region
+ * when nothing is in use); bytes unmapped.
+ */
+uint64_t gp_vmm_trim(struct gp_ctx *ctx, struct gp_dpool *p,
+		     struct gp_dstream *ds);
+/* Unmap and release everything of ds, and its reserved range. */
+void gp_vmm_fini(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds);
 
 /* snapshot.c */
 void gp_dpool_dump(struct gp_ctx *ctx, struct gp_dpool *p, size_t asked);

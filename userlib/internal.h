@@ -195,6 +195,8 @@ uint32_t gp_io_fixed_state(struct gp_ctx *ctx);
 
 /* dev.c */
 void gp_dev_fini(struct gp_ctx *ctx);
+/* The mode of device's pool (created if need be), enum gp_dev_mode. */
+int gp_dev_mode(struct gp_ctx *ctx, int device);
 /* gp_dev_free() with the device known (-1: search every device). */
 int gp_dev_free_on(struct gp_ctx *ctx, int device, void *ptr, gp_stream_t stream);
 

@@ -44,7 +44,8 @@ class _Info(ctypes.Structure):
         ("abi_major", ctypes.c_uint32), ("abi_minor", ctypes.c_uint32),
         ("kmod_abi_major", ctypes.c_uint32), ("kmod_abi_minor", ctypes.c_uint32),
         ("host_granularity", ctypes.c_uint64),
-        ("hugepages", ctypes.c_uint32), ("pad", ctypes.c_uint32),
+        ("hugepages", ctypes.c_uint32), ("io_fixed", ctypes.c_uint32),
+        ("dev_mode", ctypes.c_int32),
         ("backend_name", ctypes.c_char * 16), ("cudart", ctypes.c_char * 128),
         ("why", ctypes.c_char * 192),
     ]

@@ -12,6 +12,19 @@
  * library unmapped before it unregistered), a live registration whose
  * memory is gone (cdd_check), freeing an unknown device pointer, using an
  * unknown event.
+ *
+ * The driver's virtual memory management, reached as on CUDA through
+ * cudaGetDriverEntryPointByVersion / cudaGetDriverEntryPoint, is checked as
+ * its documentation states: sizes and addresses must be multiples of the
+ * granularity; a reservation is PROT_NONE address space; cuMemMap puts
+ * fresh PROT_NONE pages there (so touching them before cuMemSetAccess
+ * faults, as a GPU's illegal address would), only inside a reservation and
+ * never over a mapping; cuMemSetAccess needs the whole range mapped;
+ * cuMemUnmap takes whole mappings only; cuMemRelease of a mapped handle
+ * succeeds and the memory lives until its last mapping goes;
+ * cuMemAddressFree of a range still mapped is refused.  Every misuse is a
+ * violation.  (Two mappings of one handle do not share their bytes here;
+ * libgpupool maps each handle once.)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -27,6 +40,7 @@
 
 #if !GP_HAVE_CUDA_HEADERS
 #define cdd_kind_t int
+#define cdd_qres_t int
 #define cudaErrorInvalidValue			1
 #define cudaErrorInvalidDevice			101
 #define cudaErrorInvalidResourceHandle		400
@@ -34,6 +48,7 @@
 #define cudaErrorHostMemoryNotRegistered	713
 #else
 #define cdd_kind_t enum cudaMemcpyKind
+#define cdd_qres_t enum cudaDriverEntryPointQueryResult
 #endif
 
 #define CDD_API __attribute__((visibility("default")))
@@ -44,6 +59,10 @@
 struct cdd_reg { uintptr_t p; size_t n; struct cdd_reg *next; };
 struct cdd_blk { uintptr_t p; size_t n; int dev; struct cdd_blk *next; };
 struct cdd_ev { uint32_t magic; int pending; void *stream; struct cdd_ev *next; };
+struct cdd_res { uintptr_t p; size_t n; struct cdd_res *next; };
+struct cdd_mh { uint32_t magic; int released, dev; size_t n; uint64_t maps; struct cdd_mh *next; };
+struct cdd_mapping { uintptr_t p; size_t n; struct cdd_mh *h; struct cdd_mapping *next; };
+#define CDD_MH_MAGIC 0x6d656d68u
 #define CDD_EV_MAGIC 0xe7e7e7e7u
 
 static pthread_mutex_t cdd_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -59,10 +78,18 @@ static struct {
 	struct cdd_reg *regs;
 	struct cdd_blk *blks;
 	struct cdd_ev *evs;
+	struct cdd_res *res;
+	struct cdd_mh *mhs;
+	struct cdd_mapping *maps;
+	int vmm;
+	size_t gran;
+	long create_left;		/* -1: no refusal */
+	int rt_version;
 	size_t dev_bytes[CDD_MAX_DEV];
 	struct cdd_counts c;
 	char violation[256];
-} S = { .devices = 1, .mem_total = 1ull << 30, .bus_id = "0000:00:00.0" };
+} S = { .devices = 1, .mem_total = 1ull << 30, .bus_id = "0000:00:00.0",
+	.vmm = 1, .gran = 2ull << 20, .create_left = -1, .rt_version = 13000 };
 
 /* Initial-exec: the double is dlopen()ed, and dynamic TLS would go through
  * __tls_get_addr.  Under gcc 12's ThreadSanitizer that path guesses a
@@ -119,6 +146,13 @@ CDD_API void cdd_reset(void)
 	while (S.regs) { struct cdd_reg *r = S.regs; S.regs = r->next; free(r); }
 	while (S.blks) { struct cdd_blk *b = S.blks; S.blks = b->next; munmap((void *)b->p, b->n); free(b); }
 	while (S.evs) { struct cdd_ev *e = S.evs; S.evs = e->next; e->magic = 0; free(e); }
+	while (S.maps) { struct cdd_mapping *m = S.maps; S.maps = m->next; free(m); }
+	while (S.mhs) { struct cdd_mh *h = S.mhs; S.mhs = h->next; h->magic = 0; free(h); }
+	while (S.res) { struct cdd_res *r = S.res; S.res = r->next; munmap((void *)r->p, r->n); free(r); }
+	S.vmm = 1;
+	S.gran = 2ull << 20;
+	S.create_left = -1;
+	S.rt_version = 13000;
 	memset(&S.c, 0, sizeof(S.c));
 	memset(S.dev_bytes, 0, sizeof(S.dev_bytes));
 	S.devices = 1;
@@ -143,6 +177,14 @@ CDD_API void cdd_fail_malloc_error(int n, int err)
 	pthread_mutex_unlock(&cdd_lock);
 }
 CDD_API void cdd_hold_events(int on) { S.hold = on; }
+CDD_API void cdd_set_vmm(int supported, size_t gran)
+{
+	S.vmm = supported;
+	if (gran)
+		S.gran = gran;
+}
+CDD_API void cdd_fail_create_after(long n) { S.create_left = n; }
+CDD_API void cdd_set_runtime_version(int v) { S.rt_version = v; }
 CDD_API const char *cdd_last_violation(void) { return S.violation; }
 
 CDD_API void cdd_set_pci_bus_id(const char *id)
@@ -223,7 +265,7 @@ CDD_API cudaError_t cudaSetDevice(int d)
 	return cudaSuccess;
 }
 
-CDD_API cudaError_t cudaRuntimeGetVersion(int *v) { *v = 13000; return cudaSuccess; }
+CDD_API cudaError_t cudaRuntimeGetVersion(int *v) { *v = S.rt_version; return cudaSuccess; }
 CDD_API cudaError_t cudaDriverGetVersion(int *v) { *v = 13000; return cudaSuccess; }
 
 CDD_API cudaError_t cudaGetLastError(void)
@@ -578,4 +620,391 @@ CDD_API cudaError_t cudaEventDestroy(cudaEvent_t ev)
 	cdd_violation("cudaEventDestroy(%p): unknown event", (void *)ev);
 	pthread_mutex_unlock(&cdd_lock);
 	return cdd_ret(cudaErrorInvalidResourceHandle);
+}
+
+/* The driver's virtual memory management ------------------------------------- */
+
+/* Driver results (CUresult), as in cuda.h. */
+#define CDD_CU_OK		0
+#define CDD_CU_INVALID_VALUE	1
+#define CDD_CU_OUT_OF_MEMORY	2
+#define CDD_CU_INVALID_DEVICE	101
+#define CDD_CU_NOT_SUPPORTED	801
+
+static int cdd_aligned(uintptr_t p, size_t n)
+{
+	return n && !(p % S.gran) && !(n % S.gran);
+}
+
+static struct cdd_res *cdd_res_of(uintptr_t p, size_t n)
+{
+	struct cdd_res *r;
+
+	for (r = S.res; r; r = r->next)
+		if (p >= r->p && p + n <= r->p + r->n && p + n > p)
+			return r;
+	return NULL;
+}
+
+static struct cdd_mh *cdd_mh_find(gp_cu_mem h)
+{
+	struct cdd_mh *m;
+
+	for (m = S.mhs; m; m = m->next)
+		if ((uintptr_t)m == (uintptr_t)h && m->magic == CDD_MH_MAGIC)
+			return m;
+	return NULL;
+}
+
+/* Bytes of [p, p + n) covered by mappings; *partial when one sticks out. */
+static size_t cdd_covered(uintptr_t p, size_t n, int *partial)
+{
+	struct cdd_mapping *m;
+	size_t c = 0;
+
+	*partial = 0;
+	for (m = S.maps; m; m = m->next) {
+		if (m->p >= p + n || m->p + m->n <= p)
+			continue;
+		if (m->p < p || m->p + m->n > p + n)
+			*partial = 1;
+		c += (m->p + m->n < p + n ? m->p + m->n : p + n) -
+		     (m->p > p ? m->p : p);
+	}
+	return c;
+}
+
+static void cdd_mh_drop(struct cdd_mh *h)
+{
+	struct cdd_mh **pp;
+
+	for (pp = &S.mhs; *pp; pp = &(*pp)->next)
+		if (*pp == h) {
+			*pp = h->next;
+			break;
+		}
+	S.dev_bytes[h->dev] -= h->n;
+	S.c.handles--;
+	S.c.phys_bytes -= h->n;
+	h->magic = 0;
+	free(h);
+}
+
+static gp_cu_result cdd_cuDeviceGet(int *dev, int ordinal)
+{
+	if (ordinal < 0 || ordinal >= S.devices)
+		return CDD_CU_INVALID_DEVICE;
+	*dev = ordinal;
+	return CDD_CU_OK;
+}
+
+static gp_cu_result cdd_cuDeviceGetAttribute(int *v, int attr, int dev)
+{
+	if (dev < 0 || dev >= S.devices)
+		return CDD_CU_INVALID_DEVICE;
+	*v = attr == GP_CU_VMM_SUPPORTED_ATTR ? S.vmm : 0;
+	return CDD_CU_OK;
+}
+
+static gp_cu_result cdd_cuMemGetAllocationGranularity(size_t *g,
+						      const struct gp_cu_prop *prop,
+						      int option)
+{
+	(void)option;
+	if (!g || !prop || prop->location.type != GP_CU_MEM_LOCATION_TYPE_DEVICE ||
+	    prop->location.id < 0 || prop->location.id >= S.devices)
+		return CDD_CU_INVALID_VALUE;
+	*g = S.gran;
+	return S.vmm ? CDD_CU_OK : CDD_CU_NOT_SUPPORTED;
+}
+
+static gp_cu_result cdd_cuMemAddressReserve(gp_cu_ptr *ptr, size_t size,
+					    size_t align, gp_cu_ptr addr,
+					    unsigned long long flags)
+{
+	struct cdd_res *r;
+	uintptr_t a;
+	size_t extra;
+	void *p;
+
+	(void)addr;	/* a hint only */
+	pthread_mutex_lock(&cdd_lock);
+	CDD_COUNT(CDD_ADDRESS_RESERVE);
+	if (!cdd_aligned(0, size) || (align & (align - 1)) || flags) {
+		cdd_violation("cuMemAddressReserve(%zu, align %zu): not a multiple of the granularity",
+			      size, align);
+		pthread_mutex_unlock(&cdd_lock);
+		return CDD_CU_INVALID_VALUE;
+	}
+	extra = align > S.gran ? align : S.gran;
+	p = mmap(NULL, size + extra, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	r = calloc(1, sizeof(*r));
+	if (p == MAP_FAILED || !r) {
+		if (p != MAP_FAILED)
+			munmap(p, size + extra);
+		free(r);
+		pthread_mutex_unlock(&cdd_lock);
+		return CDD_CU_OUT_OF_MEMORY;
+	}
+	a = ((uintptr_t)p + extra - 1) & ~(uintptr_t)(extra - 1);
+	if (a > (uintptr_t)p)
+		munmap(p, a - (uintptr_t)p);
+	if ((uintptr_t)p + size + extra > a + size)
+		munmap((void *)(a + size), (uintptr_t)p + size + extra - (a + size));
+	r->p = a;
+	r->n = size;
+	r->next = S.res;
+	S.res = r;
+	S.c.reservations++;
+	S.c.reserved_bytes += size;
+	*ptr = a;
+	pthread_mutex_unlock(&cdd_lock);
+	return CDD_CU_OK;
+}
+
+static gp_cu_result cdd_cuMemAddressFree(gp_cu_ptr ptr, size_t size)
+{
+	struct cdd_res **pp, *r;
+	gp_cu_result ret = CDD_CU_INVALID_VALUE;
+	int partial;
+
+	pthread_mutex_lock(&cdd_lock);
+	CDD_COUNT(CDD_ADDRESS_FREE);
+	for (pp = &S.res; (r = *pp); pp = &r->next) {
+		if (r->p != ptr || r->n != size)
+			continue;
+		if (cdd_covered(r->p, r->n, &partial)) {
+			cdd_violation("cuMemAddressFree(%#llx): range still mapped", ptr);
+			break;
+		}
+		*pp = r->next;
+		munmap((void *)r->p, r->n);
+		S.c.reservations--;
+		S.c.reserved_bytes -= r->n;
+		free(r);
+		ret = CDD_CU_OK;
+		break;
+	}
+	if (!r)
+		cdd_violation("cuMemAddressFree(%#llx, %zu): not a reservation", ptr, size);
+	pthread_mutex_unlock(&cdd_lock);
+	return ret;
+}
+
+static gp_cu_result cdd_cuMemCreate(gp_cu_mem *out, size_t size,
+				    const struct gp_cu_prop *prop,
+				    unsigned long long flags)
+{
+	struct cdd_mh *h;
+	int d;
+
+	pthread_mutex_lock(&cdd_lock);
+	CDD_COUNT(CDD_MEM_CREATE);
+	if (!cdd_aligned(0, size) || !prop || flags ||
+	    prop->type != GP_CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    prop->location.type != GP_CU_MEM_LOCATION_TYPE_DEVICE ||
+	    prop->location.id < 0 || prop->location.id >= S.devices) {
+		cdd_violation("cuMemCreate(%zu): bad size or properties", size);
+		pthread_mutex_unlock(&cdd_lock);
+		return CDD_CU_INVALID_VALUE;
+	}
+	d = prop->location.id;
+	if (S.create_left == 0 || S.dev_bytes[d] + size > S.mem_total) {
+		S.c.create_refused++;
+		pthread_mutex_unlock(&cdd_lock);
+		return CDD_CU_OUT_OF_MEMORY;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		pthread_mutex_unlock(&cdd_lock);
+		return CDD_CU_OUT_OF_MEMORY;
+	}
+	if (S.create_left > 0)
+		S.create_left--;
+	h->magic = CDD_MH_MAGIC;
+	h->dev = d;
+	h->n = size;
+	h->next = S.mhs;
+	S.mhs = h;
+	S.dev_bytes[d] += size;
+	S.c.handles++;
+	S.c.phys_bytes += size;
+	*out = (gp_cu_mem)(uintptr_t)h;
+	pthread_mutex_unlock(&cdd_lock);
+	return CDD_CU_OK;
+}
+
+static gp_cu_result cdd_cuMemRelease(gp_cu_mem handle)
+{
+	struct cdd_mh *h;
+
+	pthread_mutex_lock(&cdd_lock);
+	CDD_COUNT(CDD_MEM_RELEASE);
+	h = cdd_mh_find(handle);
+	if (!h || h->released) {
+		cdd_violation("cuMemRelease(%#llx): %s", handle,
+			      h ? "released twice" : "not a handle");
+		pthread_mutex_unlock(&cdd_lock);
+		return CDD_CU_INVALID_VALUE;
+	}
+	h->released = 1;
+	if (!h->maps)		/* else it lives until its last unmap */
+		cdd_mh_drop(h);
+	pthread_mutex_unlock(&cdd_lock);
+	return CDD_CU_OK;
+}
+
+static gp_cu_result cdd_cuMemMap(gp_cu_ptr ptr, size_t size, size_t offset,
+				 gp_cu_mem handle, unsigned long long flags)
+{
+	struct cdd_mapping *m;
+	struct cdd_mh *h;
+	const char *why = NULL;
+	int partial;
+
+	pthread_mutex_lock(&cdd_lock);
+	CDD_COUNT(CDD_MEM_MAP);
+	h = cdd_mh_find(handle);
+	if (!cdd_aligned(ptr, size) || offset || flags)
+		why = "not a multiple of the granularity (or offset, flags not 0)";
+	else if (!h || h->released)
+		why = "not a live handle";
+	else if (size > h->n)
+		why = "larger than the handle";
+	else if (!cdd_res_of(ptr, size))
+		why = "outside every reservation";
+	else if (cdd_covered(ptr, size, &partial))
+		why = "over a mapping";
+	if (why) {
+		cdd_violation("cuMemMap(%#llx, %zu): %s", ptr, size, why);
+		pthread_mutex_unlock(&cdd_lock);
+		return CDD_CU_INVALID_VALUE;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m || mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
+		       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0) == MAP_FAILED) {
+		free(m);
+		pthread_mutex_unlock(&cdd_lock);
+		return CDD_CU_OUT_OF_MEMORY;
+	}
+	m->p = ptr;
+	m->n = size;
+	m->h = h;
+	m->next = S.maps;
+	S.maps = m;
+	h->maps++;
+	S.c.mapped++;
+	S.c.mapped_bytes += size;
+	pthread_mutex_unlock(&cdd_lock);
+	return CDD_CU_OK;
+}
+
+static gp_cu_result cdd_cuMemUnmap(gp_cu_ptr ptr, size_t size)
+{
+	struct cdd_mapping **pp, *m;
+	int partial;
+
+	pthread_mutex_lock(&cdd_lock);
+	CDD_COUNT(CDD_MEM_UNMAP);
+	if (!cdd_aligned(ptr, size) || cdd_covered(ptr, size, &partial) != size ||
+	    partial) {
+		cdd_violation("cuMemUnmap(%#llx, %zu): not whole mappings", ptr, size);
+		pthread_mutex_unlock(&cdd_lock);
+		return CDD_CU_INVALID_VALUE;
+	}
+	for (pp = &S.maps; (m = *pp); ) {
+		if (m->p < ptr || m->p >= ptr + size) {
+			pp = &m->next;
+			continue;
+		}
+		*pp = m->next;
+		S.c.mapped--;
+		S.c.mapped_bytes -= m->n;
+		if (!--m->h->maps && m->h->released)
+			cdd_mh_drop(m->h);
+		free(m);
+	}
+	/* Back to reserved address space: the bytes are gone. */
+	mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
+	     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	pthread_mutex_unlock(&cdd_lock);
+	return CDD_CU_OK;
+}
+
+static gp_cu_result cdd_cuMemSetAccess(gp_cu_ptr ptr, size_t size,
+				       const struct gp_cu_access *desc,
+				       size_t count)
+{
+	int partial, prot;
+
+	pthread_mutex_lock(&cdd_lock);
+	CDD_COUNT(CDD_MEM_SET_ACCESS);
+	if (!cdd_aligned(ptr, size) || !desc || count != 1 ||
+	    desc->location.type != GP_CU_MEM_LOCATION_TYPE_DEVICE ||
+	    desc->location.id < 0 || desc->location.id >= S.devices ||
+	    cdd_covered(ptr, size, &partial) != size) {
+		cdd_violation("cuMemSetAccess(%#llx, %zu): range not wholly mapped, or bad descriptor",
+			      ptr, size);
+		pthread_mutex_unlock(&cdd_lock);
+		return CDD_CU_INVALID_VALUE;
+	}
+	prot = desc->flags == GP_CU_MEM_ACCESS_FLAGS_PROT_READWRITE ?
+	       PROT_READ | PROT_WRITE : desc->flags == 1 ? PROT_READ : PROT_NONE;
+	mprotect((void *)(uintptr_t)ptr, size, prot);
+	pthread_mutex_unlock(&cdd_lock);
+	return CDD_CU_OK;
+}
+
+static const struct { const char *name; void *fn; } cdd_driver[] = {
+#define CDD_DRV(f) { #f, (void *)cdd_##f }
+	CDD_DRV(cuDeviceGet), CDD_DRV(cuDeviceGetAttribute),
+	CDD_DRV(cuMemGetAllocationGranularity), CDD_DRV(cuMemAddressReserve),
+	CDD_DRV(cuMemAddressFree), CDD_DRV(cuMemCreate), CDD_DRV(cuMemRelease),
+	CDD_DRV(cuMemMap), CDD_DRV(cuMemUnmap), CDD_DRV(cuMemSetAccess),
+#undef CDD_DRV
+};
+
+/* cudaDriverEntryPointSuccess / SymbolNotFound / VersionNotSufficent */
+static cudaError_t cdd_entry(const char *sym, void **fp, cdd_qres_t *status)
+{
+	unsigned int i;
+
+	*fp = NULL;
+	for (i = 0; i < sizeof(cdd_driver) / sizeof(cdd_driver[0]); i++)
+		if (!strcmp(sym, cdd_driver[i].name)) {
+			*fp = cdd_driver[i].fn;
+			if (status)
+				*status = (cdd_qres_t)0;
+			return cudaSuccess;
+		}
+	if (status)
+		*status = (cdd_qres_t)1;
+	return cudaSuccess;
+}
+
+CDD_API cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fp,
+						     unsigned int version,
+						     unsigned long long flags,
+						     cdd_qres_t *status)
+{
+	(void)flags;
+	if (S.rt_version < 12050) {
+		cdd_violation("cudaGetDriverEntryPointByVersion on a runtime %d", S.rt_version);
+		return cdd_ret(cudaErrorInvalidValue);
+	}
+	if (version < 12000 || !sym || !fp)
+		return cdd_ret(cudaErrorInvalidValue);
+	return cdd_entry(sym, fp, status);
+}
+
+CDD_API cudaError_t cudaGetDriverEntryPoint(const char *sym, void **fp,
+					    unsigned long long flags,
+					    cdd_qres_t *status)
+{
+	(void)flags;
+	if (!sym || !fp)
+		return cdd_ret(cudaErrorInvalidValue);
+	return cdd_entry(sym, fp, status);
 }

@@ -19,7 +19,11 @@ enum cdd_fn {
 	CDD_HOST_UNREGISTER, CDD_MALLOC, CDD_FREE, CDD_EVENT_CREATE,
 	CDD_EVENT_RECORD, CDD_EVENT_QUERY, CDD_EVENT_SYNC, CDD_EVENT_DESTROY,
 	CDD_STREAM_CREATE, CDD_STREAM_DESTROY, CDD_STREAM_SYNC, CDD_MEM_GET_INFO,
-	CDD_PCI_BUS_ID, CDD_MEMCPY, CDD_NR_FNS
+	CDD_PCI_BUS_ID, CDD_MEMCPY,
+	/* The driver's virtual memory management (through the entry points). */
+	CDD_MEM_CREATE, CDD_MEM_RELEASE, CDD_MEM_MAP, CDD_MEM_UNMAP,
+	CDD_MEM_SET_ACCESS, CDD_ADDRESS_RESERVE, CDD_ADDRESS_FREE,
+	CDD_NR_FNS
 };
 
 struct cdd_counts {
@@ -33,6 +37,15 @@ struct cdd_counts {
 	uint64_t streams_live;
 	uint64_t violations;		/* misuse seen (see cdd_last_violation) */
 	uint64_t malloc_refused;	/* cudaMalloc failures injected */
+	/* Virtual memory management. */
+	uint64_t handles;		/* cuMemCreate'd, not yet gone (released
+					 * and unmapped) */
+	uint64_t phys_bytes;		/* their bytes */
+	uint64_t mapped;		/* mappings now */
+	uint64_t mapped_bytes;
+	uint64_t reservations;		/* cuMemAddressReserve'd ranges now */
+	uint64_t reserved_bytes;
+	uint64_t create_refused;	/* cuMemCreate out-of-memory answers */
 };
 
 /* Back to the defaults: 1 device, 1 GiB, nothing injected.  Live
@@ -50,6 +63,18 @@ void cdd_fail_malloc_error(int n, int err);
 void cdd_hold_events(int on);			/* recorded events stay pending */
 void cdd_complete_events(void);			/* complete every pending event */
 void cdd_set_pci_bus_id(const char *id);
+/* Virtual memory management: whether the device reports it (default 1)
+ * and its granularity (default 2 MiB; 0 keeps it).
+ */
+void cdd_set_vmm(int supported, size_t granularity);
+/* cuMemCreate succeeds n more times, then answers out of memory until
+ * called again; -1: never refused (the default).
+ */
+void cdd_fail_create_after(long n);
+/* What cudaRuntimeGetVersion reports (default 13000; below 12050 the
+ * library must use cudaGetDriverEntryPoint).
+ */
+void cdd_set_runtime_version(int v);
 void cdd_get_counts(struct cdd_counts *c);
 /* Is a registration starting at p live?  Its size (0 if none). */
 size_t cdd_registered_size(const void *p);

@@ -8,6 +8,14 @@
  */
 #include "helpers.h"
 
+/* These are the cudaMalloc segments' out-of-memory handling; the virtual mode's are in
+ * dev_vmm.c, and dev_model.c runs the same random work in both modes.
+ */
+__attribute__((constructor)) static void segment_mode(void)
+{
+	setenv("GPUPOOL_DEV_MODE", "segments", 1);
+}
+
 TEST(backpedal)
 {
 	struct gp_dev_stats st;

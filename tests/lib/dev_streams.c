@@ -4,7 +4,7 @@
  * reused there at once; a block also used on another stream is handed out
  * again (on any stream) only after the events recorded at free time have
  * completed; the test double holds events incomplete until the test
- * completes them.
+ * completes them.  In both modes of the device pool.
  */
 #include "helpers.h"
 
@@ -16,14 +16,29 @@ FIXTURE(streams) {
 	gp_stream_t s1, s2;
 };
 
+FIXTURE_VARIANT(streams) {
+	const char *mode;
+};
+
+FIXTURE_VARIANT_ADD(streams, segments) { .mode = "segments" };
+FIXTURE_VARIANT_ADD(streams, virtual) { .mode = "auto" };
+
 FIXTURE_SETUP(streams)
 {
+	setenv("GPUPOOL_DEV_MODE", variant->mode, 1);
 	RT_SETUP(&self->rt);
 	NEED_DOUBLE(&self->rt);
 	ASSERT_EQ(0, self->rt.StreamCreate(&self->s1));
 	ASSERT_EQ(0, self->rt.StreamCreate(&self->s2));
 	self->rt.hold_events(1);
 	OPEN(NULL, &self->ctx);
+	{
+		struct gp_info i;
+
+		ASSERT_EQ(0, gp_info(self->ctx, &i));
+		ASSERT_EQ(strcmp(variant->mode, "segments") ? GP_DEV_VIRTUAL :
+			  GP_DEV_SEGMENTS, i.dev_mode);
+	}
 }
 
 FIXTURE_TEARDOWN(streams)
@@ -33,6 +48,9 @@ FIXTURE_TEARDOWN(streams)
 	gp_close(self->ctx);
 	EXPECT_EQ(0, rt_counts(&self->rt).events_live);
 	EXPECT_EQ(0, rt_counts(&self->rt).dev_live);
+	EXPECT_EQ(0, rt_counts(&self->rt).handles);
+	EXPECT_EQ(0, rt_counts(&self->rt).mapped);
+	EXPECT_EQ(0, rt_counts(&self->rt).reservations);
 	EXPECT_TRUE(rt_clean(&self->rt));
 	self->rt.StreamDestroy(self->s1);
 	self->rt.StreamDestroy(self->s2);

@@ -53,6 +53,9 @@ struct rt {
 	size_t (*registered_size)(const void *);
 	uint64_t (*check)(void);
 	const char *(*last_violation)(void);
+	void (*set_vmm)(int, size_t);
+	void (*fail_create_after)(long);
+	void (*set_runtime_version)(int);
 };
 
 static inline int rt_want_real(void)
@@ -100,6 +103,9 @@ static inline int rt_load(struct rt *rt)
 		RT_SYM(registered_size, "cdd_registered_size");
 		RT_SYM(check, "cdd_check");
 		RT_SYM(last_violation, "cdd_last_violation");
+		RT_SYM(set_vmm, "cdd_set_vmm");
+		RT_SYM(fail_create_after, "cdd_fail_create_after");
+		RT_SYM(set_runtime_version, "cdd_set_runtime_version");
 		rt->reset();
 	}
 #undef RT_SYM

@@ -408,8 +408,16 @@ static bool stats_op(struct worker *w)
 	       CHECK(&w->f, d.in_use + d.pending_bytes <= d.reserved &&
 		     d.requested <= d.in_use && d.frees <= d.allocs &&
 		     d.in_use <= d.peak_in_use && d.reserved <= d.peak_reserved &&
-		     d.cuda_mallocs == d.cuda_frees + d.segments &&
-		     d.streams <= NSTREAMS + 1,
+		     /* Segments: one cudaMalloc each.  Virtual mode: a
+		      * granule per map call, and two sub-pools per stream
+		      * (small blocks apart).
+		      */
+		     (d.mode == GP_DEV_VIRTUAL ?
+		      d.map_calls == d.unmap_calls + d.mapped / d.granularity &&
+		      d.mapped == d.reserved &&
+		      d.streams <= 2 * (NSTREAMS + 1) :
+		      d.cuda_mallocs == d.cuda_frees + d.segments &&
+		      d.streams <= NSTREAMS + 1),
 		     "dev stats: in_use %llu pending %llu reserved %llu requested "
 		     "%llu allocs %llu frees %llu mallocs %llu cuda frees %llu "
 		     "segments %llu streams %llu",

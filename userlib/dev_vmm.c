@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dev_vmm.c - the device pool's virtual mode (see dev.h): one reserved
+ * virtual range per stream pool, backed granule by granule with the
+ * driver's virtual memory management (cuMemCreate + cuMemMap, then
+ * cuMemSetAccess; cuMemUnmap + cuMemRelease to give a granule back).
+ *
+ * One driver allocation per granule, so that any free granule can go back
+ * on its own (cuMemUnmap takes whole mappings).  A growth maps exactly the
+ * granules the region's top free chunk lacks for the request; a trim
+ * unmaps the granules lying wholly in free chunks (bfc_free_spans), and a
+ * block later handed out over such a hole maps it again first.  Every
+ * function runs under the pool lock.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "dev.h"
+
+#define GP_VMM_SLACK_DIV	16	/* idle mapped bytes kept: in use / 16 */
+
+void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p)
+{
+	struct gp_cu *cu = &ctx->cuda.cu;
+	struct gp_cu_prop prop;
+	int dev = -1, vmm = 0;
+	size_t g = 0;
+
+	p->vmm = false;
+	p->gran = GP_DEV_GRAN;
+	if (ctx->opt.flags & GP_OPEN_DEV_SEGMENTS) {
+		gp_debug(ctx, "device %d pool: cudaMalloc segments (asked for)",
+			 p->device);
+		return;
+	}
+	if (!cu->usable) {
+		gp_debug(ctx, "device %d pool: cudaMalloc segments (%s)",
+			 p->device, cu->why);
+		return;
+	}
+	if (cu->cuDeviceGet(&dev, p->device) != GP_CU_SUCCESS ||
+	    cu->cuDeviceGetAttribute(&vmm, GP_CU_VMM_SUPPORTED_ATTR, dev) !=
+	    GP_CU_SUCCESS || !vmm || !p->total_mem) {
+		gp_debug(ctx, "device %d pool: cudaMalloc segments (%s)", p->device,
+			 !p->total_mem ? "device memory size unknown" :
+			 "no virtual memory management on the device");
+		return;
+	}
+	memset(&prop, 0, sizeof(prop));
+	prop.type = GP_CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = GP_CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = dev;
+	if (cu->cuMemGetAllocationGranularity(&g, &prop,
+					      GP_CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+	    GP_CU_SUCCESS || !g || (g & (g - 1)) || g % GP_DEV_GRAN) {
+		gp_debug(ctx, "device %d pool: cudaMalloc segments (granularity %zu)",
+			 p->device, g);
+		return;
+	}
+	p->vmm = true;
+	p->gran = g;
+	gp_debug(ctx, "device %d pool: virtual, %zu-byte granules", p->device, g);
+}
+
+static void gp_vmm_prop(struct gp_dpool *p, struct gp_cu_prop *prop)
+{
+	memset(prop, 0, sizeof(*prop));
+	prop->type = GP_CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop->location.type = GP_CU_MEM_LOCATION_TYPE_DEVICE;
+	prop->location.id = p->device;
+}
+
+/* Unmap and release granule i of ds (mapped). */
+static void gp_vmm_unmap1(struct gp_ctx *ctx, struct gp_dpool *p,
+			  struct gp_dstream *ds, uint64_t i)
+{
+	struct gp_cu *cu = &ctx->cuda.cu;
+	gp_cu_result e;
+
+	e = cu->cuMemUnmap(ds->vr.base + i * p->gran, p->gran);
+	if (e == GP_CU_SUCCESS)
+		e = cu->cuMemRelease(ds->vr.h[i]);
+	if (e != GP_CU_SUCCESS)
+		gp_debug(ctx, "device %d: giving back granule %#llx: error %d",
+			 p->device, (unsigned long long)(ds->vr.base + i * p->gran), e);
+	ds->vr.h[i] = 0;
+	p->st.reserved -= p->gran;
+	p->st.mapped -= p->gran;
+	p->st.unmap_calls++;
+}
+
+/* Map granules [lo, hi) of ds, those not mapped yet; on failure none of
+ * them stays mapped.  0, -ENOMEM (limit, or the driver is out of memory:
+ * the caller trims and retries), -EIO (message set).
+ */
+static int gp_vmm_map(struct gp_ctx *ctx, struct gp_dpool *p,
+		      struct gp_dstream *ds, uint64_t lo, uint64_t hi)
+{
+	struct gp_cu *cu = &ctx->cuda.cu;
+	gp_cu_result e = GP_CU_SUCCESS;
+	struct gp_cu_access acc;
+	struct gp_cu_prop prop;
+	const char *what = NULL;
+	uint64_t i, j, n = 0;
+	bool *fresh;
+	int ret, saved;
+
+	for (i = lo; i < hi; i++)
+		n += !ds->vr.h[i];
+	if (!n)
+		return 0;
+	if (p->limit && p->st.reserved + n * p->gran > p->limit)
+		return -ENOMEM;
+	fresh = calloc(hi - lo, sizeof(*fresh));
+	if (!fresh)
+		return gp_err(ctx, -ENOMEM, "out of memory for pool metadata");
+	ret = gp_cuda_enter(ctx, p->device, &saved);
+	if (ret) {
+		free(fresh);
+		return ret;
+	}
+	gp_vmm_prop(p, &prop);
+	memset(&acc, 0, sizeof(acc));
+	acc.location = prop.location;
+	acc.flags = GP_CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	for (i = lo; i < hi; i++) {
+		gp_cu_mem h = 0;
+
+		if (ds->vr.h[i])
+			continue;
+		e = cu->cuMemCreate(&h, p->gran, &prop, 0);
+		if (e != GP_CU_SUCCESS) {
+			what = "cuMemCreate";
+			goto undo;
+		}
+		e = cu->cuMemMap(ds->vr.base + i * p->gran, p->gran, 0, h, 0);
+		if (e != GP_CU_SUCCESS) {
+			cu->cuMemRelease(h);
+			what = "cuMemMap";
+			goto undo;
+		}
+		ds->vr.h[i] = h;
+		fresh[i - lo] = true;
+		p->st.reserved += p->gran;
+		p->st.mapped += p->gran;
+		p->st.map_calls++;
+	}
+	/* Access, once per run of granules mapped here. */
+	for (i = lo; i < hi; i = j) {
+		for (j = i; j < hi && fresh[j - lo]; j++)
+			;
+		if (j > i) {
+			e = cu->cuMemSetAccess(ds->vr.base + i * p->gran,
+					       (j - i) * p->gran, &acc, 1);
+			if (e != GP_CU_SUCCESS) {
+				what = "cuMemSetAccess";
+				i = hi;
+				goto undo;
+			}
+		} else {
+			j++;
+		}
+	}
+	for (i = lo; i < hi; i++)
+		if (fresh[i - lo] && i * p->gran < ds->vr.top)
+			ds->vr.holes--;
+	gp_cuda_leave(ctx, saved);
+	free(fresh);
+	if (p->st.reserved > p->st.peak_reserved)
+		p->st.peak_reserved = p->st.reserved;
+	if (p->st.mapped > p->st.peak_mapped)
+		p->st.peak_mapped = p->st.mapped;
+	return 0;
+
+undo:
+	for (j = lo; j < i; j++)
+		if (fresh[j - lo])
+			gp_vmm_unmap1(ctx, p, ds, j);
+	gp_cuda_leave(ctx, saved);
+	free(fresh);
+	if (e == GP_CU_ERROR_OUT_OF_MEMORY) {
+		p->st.malloc_refusals++;
+		gp_debug(ctx, "device %d: %s refused: out of memory", p->device, what);
+		return -ENOMEM;
+	}
+	return gp_err(ctx, -EIO, "device %d: %s: CUDA driver error %d",
+		      p->device, what, e);
+}
+
+/* The reserved range and room for the handles of granules below `top`. */
+static int gp_vmm_room(struct gp_ctx *ctx, struct gp_dpool *p,
+		       struct gp_dstream *ds, uint64_t top)
+{
+	uint64_t need = top / p->gran, cap;
+	gp_cu_mem *h;
+
+	if (!ds->vr.size) {
+		struct gp_cu *cu = &ctx->cuda.cu;
+		/* Twice the device: trimmed holes may leave the region's
+		 * top above the bytes mapped.  Address space costs nothing.
+		 */
+		uint64_t size = gp_round_up(2 * p->total_mem, p->gran);
+		gp_cu_ptr base = 0;
+		gp_cu_result e;
+		int ret, saved;
+
+		ret = gp_cuda_enter(ctx, p->device, &saved);
+		if (ret)
+			return ret;
+		e = cu->cuMemAddressReserve(&base, size, p->gran, 0, 0);
+		gp_cuda_leave(ctx, saved);
+		if (e != GP_CU_SUCCESS)
+			return gp_err(ctx, e == GP_CU_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO,
+				      "device %d: cuMemAddressReserve(%llu): CUDA driver error %d",
+				      p->device, (unsigned long long)size, e);
+		ds->vr.base = base;
+		ds->vr.size = size;
+		p->st.va_reserved += size;
+	}
+	if (top > ds->vr.size)
+		return -ENOMEM;
+	if (need <= ds->vr.cap)
+		return 0;
+	cap = ds->vr.cap ? ds->vr.cap : 64;
+	while (cap < need)
+		cap *= 2;
+	h = realloc(ds->vr.h, cap * sizeof(*h));
+	if (!h)
+		return gp_err(ctx, -ENOMEM, "out of memory for pool metadata");
+	memset(h + ds->vr.cap, 0, (cap - ds->vr.cap) * sizeof(*h));
+	ds->vr.h = h;
+	ds->vr.cap = cap;
+	return 0;
+}
+
+int gp_vmm_extend(struct gp_ctx *ctx, struct gp_dpool *p,
+		  struct gp_dstream *ds, uint64_t size)
+{
+	uint64_t rounded = gp_round_up(size, GP_DEV_GRAN), have, grow, top;
+	uint32_t rid;
+	int ret;
+
+	if (size > GP_SIZE_MAX)
+		return -ENOMEM;
+	have = ds->vr.top ? bfc_free_at_top(ds->b) : 0;
+	grow = gp_round_up(rounded - (have < rounded ? have : rounded), p->gran);
+	if (!grow)
+		grow = p->gran;	/* a fit the split rule refused: more room */
+	top = ds->vr.top + grow;
+	if (top < grow)
+		return -ENOMEM;
+	ret = gp_vmm_room(ctx, p, ds, top);
+	if (ret)
+		return ret;
+	ret = gp_vmm_map(ctx, p, ds, ds->vr.top / p->gran, top / p->gran);
+	if (ret)
+		return ret;
+	/* The snapshot's entry first: replacing it later cannot fail. */
+	ret = gp_map_put(&ds->segs, ds->vr.base, (void *)(uintptr_t)top);
+	if (!ret) {
+		ret = bfc_add_region(ds->b, ds->vr.base + ds->vr.top, grow, &rid);
+		if (ret && ds->vr.top)
+			gp_map_put(&ds->segs, ds->vr.base,
+				   (void *)(uintptr_t)ds->vr.top);
+		else if (ret)
+			gp_map_del(&ds->segs, ds->vr.base);
+	}
+	if (ret) {
+		uint64_t i;
+
+		for (i = ds->vr.top / p->gran; i < top / p->gran; i++)
+			gp_vmm_unmap1(ctx, p, ds, i);
+		return gp_err(ctx, -ENOMEM, "out of memory for pool metadata");
+	}
+	if (!ds->vr.top)
+		p->st.segments++;
+	ds->vr.top = top;
+	gp_debug(ctx, "device %d: stream %p region %#llx grown to %llu", p->device,
+		 (void *)ds->stream, (unsigned long long)ds->vr.base,
+		 (unsigned long long)top);
+	return 0;
+}
+
+int gp_vmm_back(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds,
+		uint64_t addr, uint64_t size)
+{
+	uint64_t off = addr - ds->vr.base;
+
+	return gp_vmm_map(ctx, p, ds, off / p->gran,
+			  (off + size + p->gran - 1) / p->gran);
+}
+
+struct gp_vmm_walk {
+	struct gp_ctx *ctx;
+	struct gp_dpool *p;
+	struct gp_dstream *ds;
+	uint64_t n;
+};
+
+/* A free span (whole granules): unmap what is mapped in it. */
+static void gp_vmm_span(void *arg, uint64_t base, uint64_t size)
+{
+	struct gp_vmm_walk *w = arg;
+	uint64_t i = (base - w->ds->vr.base) / w->p->gran;
+	uint64_t end = i + size / w->p->gran;
+
+	for (; i < end; i++)
+		if (w->ds->vr.h[i]) {
+			gp_vmm_unmap1(w->ctx, w->p, w->ds, i);
+			w->ds->vr.holes++;
+			w->n += w->p->gran;
+		}
+}
+
+/* The whole region is free: it leaves the core, every granule goes. */
+static void gp_vmm_region_gone(void *arg, uint64_t base, uint64_t size)
+{
+	struct gp_vmm_walk *w = arg;
+
+	gp_vmm_span(arg, base, size);
+	gp_map_del(&w->ds->segs, w->ds->vr.base);
+	w->ds->vr.top = 0;
+	w->ds->vr.holes = 0;
+	w->p->st.segments--;
+}
+
+uint64_t gp_vmm_trim(struct gp_ctx *ctx, struct gp_dpool *p,
+		     struct gp_dstream *ds)
+{
+	struct gp_vmm_walk w = { ctx, p, ds, 0 };
+	int saved;
+
+	if (!ds->vr.top)
+		return 0;
+	if (gp_cuda_enter(ctx, p->device, &saved))
+		return 0;
+	bfc_remove_free_regions(ds->b, gp_vmm_region_gone, &w);
+	if (ds->vr.top)
+		bfc_free_spans(ds->b, p->gran, gp_vmm_span, &w);
+	gp_cuda_leave(ctx, saved);
+	return w.n;
+}
+
+void gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
+			  uint64_t need)
+{
+	uint64_t used = p->st.in_use + p->st.pending_bytes;
+	uint64_t idle = p->st.mapped > used ? p->st.mapped - used : 0;
+	uint64_t slack = used / GP_VMM_SLACK_DIV > p->gran ?
+			 used / GP_VMM_SLACK_DIV : p->gran;
+	struct gp_dstream *ds;
+	uint64_t n = 0;
+
+	if (idle <= slack)
+		return;
+	for (ds = p->streams; ds; ds = ds->next)
+		n += gp_vmm_trim(ctx, p, ds);
+	p->st.growth_trims++;
+	gp_debug(ctx, "device %d: %llu idle bytes mapped before growing by %llu, %llu unmapped",
+		 p->device, (unsigned long long)idle, (unsigned long long)need,
+		 (unsigned long long)n);
+}
+
+void gp_vmm_fini(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds)
+{
+	struct gp_cu *cu = &ctx->cuda.cu;
+	uint64_t i;
+
+	for (i = 0; i < ds->vr.top / p->gran; i++)
+		if (ds->vr.h[i])
+			gp_vmm_unmap1(ctx, p, ds, i);
+	if (ds->vr.size) {
+		if (cu->cuMemAddressFree(ds->vr.base, ds->vr.size) != GP_CU_SUCCESS)
+			gp_debug(ctx, "device %d: cuMemAddressFree failed", p->device);
+		p->st.va_reserved -= ds->vr.size;
+	}
+	free(ds->vr.h);
+	memset(&ds->vr, 0, sizeof(ds->vr));
+}
