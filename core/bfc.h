@@ -193,6 +193,16 @@ int bfc_walk_chunks(const struct bfc *b, struct bfc_cursor *cur,
  */
 uint64_t bfc_free_at_top(const struct bfc *b);
 
+/* The sizes of the free chunks right below and right above chunk h (free
+ * or in use), 0 where that neighbour is in use or h is at its region's
+ * edge; -EINVAL for a bad handle.  Free chunks never touch, so a caller
+ * asking just before a free (or just after an allocation) learns which
+ * free chunks that free merges (or that allocation was cut from), and can
+ * keep figures by free chunk size as it goes.  O(1).
+ */
+int bfc_free_neighbours(const struct bfc *b, bfc_handle_t h, uint64_t *prev,
+			uint64_t *next);
+
 /* Statistics ------------------------------------------------------------- */
 
 struct bfc_stats {

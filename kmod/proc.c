@@ -96,9 +96,10 @@ static int gpupool_proc_show(struct seq_file *m, void *v)
 
 /*
  * seq_file runs show() again, from the start, whenever the text outgrows
- * its buffer, and show() walks every chunk: start with room for the
- * figures, the bins and map of every node and a thousand holder lines,
- * not proc_create_single()'s one page.
+ * its buffer: start with room for the figures, the bins and map of every
+ * node and a thousand holder lines, not proc_create_single()'s one page.
+ * No part of show() looks at chunks: the bins and the map are figures the
+ * pool keeps as it goes (figures.c).
  */
 #define GP_PROC_BUF	SZ_64K
 
