@@ -22,6 +22,8 @@
  *     alone and p99.9 <= 3x alone; the reader's mean at 100,000 chunks <=
  *     2x its mean at 1,000 (a read costs the same whatever the chunks).
  *
+ * $KMOD_BENCH_SECTIONS (say "24") runs only the sections named.
+ *
  * Run as root with $GPUPOOL_KO naming the module (vm/run-vm.sh does both);
  * it loads the module itself (pool_size from $KMOD_BENCH_POOL, default
  * 1280M: the 1 GiB ALLOC needs room) and unloads it at the end.
@@ -358,6 +360,24 @@ static void proc_reader(int out)
 	}
 }
 
+/* The mean time of n reads of /proc/gpupool, s (nothing else running). */
+static double proc_read_mean(int n)
+{
+	static char buf[1 << 16];
+	double t0 = now();
+	int i, pfd;
+
+	for (i = 0; i < n; i++) {
+		pfd = open("/proc/gpupool", O_RDONLY | O_CLOEXEC);
+		if (pfd < 0)
+			return 0;
+		while (read(pfd, buf, sizeof(buf)) > 0)
+			;
+		close(pfd);
+	}
+	return (now() - t0) / n;
+}
+
 static void print_pairs(const char *what, const uint64_t *lat, size_t n)
 {
 	if (!n) {
@@ -410,6 +430,8 @@ static void proc_reader_run(int fd, size_t chunks, struct reader_run *r)
 	}
 	settle(fd);
 	pin_cpu(0);
+	printf("   (a read of /proc/gpupool alone: mean %.1f us over 200)\n",
+	       proc_read_mean(200) * 1e6);
 	n = alloc_free_pairs(fd, lat, cap);
 	print_pairs("alone:", lat, n);
 	pair_figures(lat, n, &r->p99[0], &r->p999[0]);
@@ -479,6 +501,13 @@ static void bench_proc_reader(int fd)
 	       many.read_mean / few.read_mean, 2.0);
 }
 
+static int want_section(char c)
+{
+	const char *s = getenv("KMOD_BENCH_SECTIONS");
+
+	return !s || !*s || strchr(s, c);
+}
+
 /*
  * Section 2 again on another build of the module ($KMOD_BENCH_BASE_KO),
  * loaded in place of this one: this module's 4 KiB ALLOC median against
@@ -491,7 +520,7 @@ static void bench_alloc_base(const char *params)
 	double ours = alloc_4k_median;
 	int fd;
 
-	if (!base || !*base || !ko)
+	if (!base || !*base || !ko || !want_section('2'))
 		return;
 	printf("\n2b. section 2 again, on the base module %s\n", base);
 	setenv("GPUPOOL_KO", base, 1);
@@ -531,10 +560,14 @@ int main(void)
 	}
 	printf("kmod_bench: pool_size=%s, %ld CPUs\n", pool_s,
 	       sysconf(_SC_NPROCESSORS_ONLN));
-	bench_buffers(fd);
-	bench_alloc(fd);
-	bench_reserve(fd, pool);
-	bench_proc_reader(fd);
+	if (want_section('1'))
+		bench_buffers(fd);
+	if (want_section('2'))
+		bench_alloc(fd);
+	if (want_section('3'))
+		bench_reserve(fd, pool);
+	if (want_section('4'))
+		bench_proc_reader(fd);
 	close(fd);
 	syscall(SYS_delete_module, "gpupool", O_NONBLOCK);
 	bench_alloc_base(params);

@@ -191,12 +191,18 @@ int gp_pool_alloc(u64 size, int nid, bool strict_node,
 		  struct gp_holder *holder, struct gp_chunk **out);
 void gp_pool_release_chunk(struct gp_chunk *c);
 void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s);
+/* A node's figures for /proc's bin table and map (gp_pool_stats()). */
+struct gp_map {
+	struct gp_figures fig;
+	u64 zeroing[GP_MAP_CELLS];
+	u64 quarantined[GP_MAP_CELLS];
+};
 void gp_pool_stats(struct gpupool_pool_stats *total,
-		   struct gpupool_pool_stats *nodes);
+		   struct gpupool_pool_stats *nodes, struct gp_map *maps);
 void gp_pool_count_limit_denial(void);
 void gp_pool_count_failure(int nid);
-int gp_pool_show_bins(struct seq_file *m);
-int gp_pool_show_map(struct seq_file *m);
+void gp_pool_show_bins(struct seq_file *m, const struct gp_map *maps);
+void gp_pool_show_map(struct seq_file *m, const struct gp_map *maps);
 int gp_publish_blocks(struct gp_node *n, unsigned long count);
 
 /* figures.c: the figures of a sub-pool's bfc, kept as chunks change. */

@@ -468,15 +468,28 @@ static void gp_quarantine_fn(struct work_struct *work)
 
 /* Statistics ------------------------------------------------------------------- */
 
-void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s)
+/*
+ * A node's figures; with map, its bin table and map cells too (/proc),
+ * all from one hold of its lock: one consistent picture, and a reader
+ * takes the lock once per node.
+ */
+static void gp_node_read(struct gp_node *n, struct gpupool_pool_stats *s,
+			 struct gp_map *map)
 {
 	struct bfc_stats st;
 	struct gp_counters c;
 
 	gp_node_lock(n);
 	bfc_get_stats(n->bfc, &st);
+	if (map)
+		map->fig = n->fig;
 	spin_lock(&n->stat_lock);
 	c = n->c;
+	if (map) {
+		memcpy(map->zeroing, n->map_zeroing, sizeof(map->zeroing));
+		memcpy(map->quarantined, n->map_quarantined,
+		       sizeof(map->quarantined));
+	}
 	spin_unlock(&n->stat_lock);
 	mutex_unlock(&n->lock);
 
@@ -500,12 +513,17 @@ void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s)
 	s->node = n->nid;
 }
 
+void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s)
+{
+	gp_node_read(n, s, NULL);
+}
+
 /*
  * The whole pool into *t: the figures of every node (into nodes[], which
  * has gp_nr_nodes entries) added up; each node is a consistent snapshot.
  */
 void gp_pool_stats(struct gpupool_pool_stats *t,
-		   struct gpupool_pool_stats *nodes)
+		   struct gpupool_pool_stats *nodes, struct gp_map *maps)
 {
 	unsigned int i;
 
@@ -513,7 +531,7 @@ void gp_pool_stats(struct gpupool_pool_stats *t,
 	for (i = 0; i < gp_nr_nodes; i++) {
 		struct gpupool_pool_stats *s = &nodes[i];
 
-		gp_pool_node_stats(gp_nodes[i], s);
+		gp_node_read(gp_nodes[i], s, maps ? &maps[i] : NULL);
 		t->total += s->total;
 		t->free += s->free;
 		t->in_use += s->in_use;
@@ -574,43 +592,22 @@ u64 gp_pool_node_mask(void)
 }
 
 /*
- * /proc/gpupool's bin table and map: a copy of the node's figures
- * (figures.c) taken under its lock, O(bins + cells) however many chunks
- * the node holds, and exact.  With the zeroing and quarantine cells,
- * taken in the same hold, it is one consistent picture of the node.
+ * /proc/gpupool's bin table and map: a copy of each node's figures
+ * (figures.c) taken by gp_pool_stats() in the hold of its lock that reads
+ * its counters, O(bins + cells) however many chunks the node holds, and
+ * exact.
  */
-struct gp_map {
-	struct gp_figures fig;
-	u64 zeroing[GP_MAP_CELLS];
-	u64 quarantined[GP_MAP_CELLS];
-};
-
-static void gp_node_figures(struct gp_node *n, struct gp_map *map)
-{
-	gp_node_lock(n);
-	map->fig = n->fig;
-	spin_lock(&n->stat_lock);
-	memcpy(map->zeroing, n->map_zeroing, sizeof(map->zeroing));
-	memcpy(map->quarantined, n->map_quarantined,
-	       sizeof(map->quarantined));
-	spin_unlock(&n->stat_lock);
-	mutex_unlock(&n->lock);
-}
 
 /* The per-bin table of /proc/gpupool: non-empty bins only, sizes in kB. */
-int gp_pool_show_bins(struct seq_file *m)
+void gp_pool_show_bins(struct seq_file *m, const struct gp_map *maps)
 {
-	struct gp_map *map = kmalloc(sizeof(*map), GFP_KERNEL);
 	unsigned int i, b;
 
-	if (!map)
-		return -ENOMEM;
 	for (i = 0; i < gp_nr_nodes; i++) {
 		struct gp_node *n = gp_nodes[i];
 
-		gp_node_figures(n, map);
 		for (b = 0; b < BFC_NR_BINS; b++) {
-			struct bfc_bin_stats *s = &map->fig.bins[b];
+			const struct bfc_bin_stats *s = &maps[i].fig.bins[b];
 
 			if (!s->free_chunks && !s->in_use_chunks)
 				continue;
@@ -621,8 +618,6 @@ int gp_pool_show_bins(struct seq_file *m)
 				   s->requested_bytes >> 10);
 		}
 	}
-	kfree(map);
-	return 0;
 }
 
 /* Occupancy map --------------------------------------------------------------- */
@@ -638,13 +633,12 @@ enum {
 };
 
 static void gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
-				  struct gp_map *map)
+				  const struct gp_map *map)
 {
 	static const char glyph[GP_MAP_NR] = { '.', '#', 'z', 'q' };
 	unsigned int i, st;
 	u64 bytes[GP_MAP_NR];
 
-	gp_node_figures(n, map);
 	seq_printf(m, "Node%dMap: ", n->nid);
 	for (i = 0; i < GP_MAP_CELLS; i++) {
 		unsigned int best = GP_MAP_NR;
@@ -668,17 +662,12 @@ static void gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
 	seq_putc(m, '\n');
 }
 
-int gp_pool_show_map(struct seq_file *m)
+void gp_pool_show_map(struct seq_file *m, const struct gp_map *maps)
 {
-	struct gp_map *map = kmalloc(sizeof(*map), GFP_KERNEL);
 	unsigned int i;
 
-	if (!map)
-		return -ENOMEM;
 	for (i = 0; i < gp_nr_nodes; i++)
-		gp_pool_show_node_map(m, gp_nodes[i], map);
-	kfree(map);
-	return 0;
+		gp_pool_show_node_map(m, gp_nodes[i], &maps[i]);
 }
 
 /* Load and unload ------------------------------------------------------------ */
