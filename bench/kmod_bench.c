@@ -22,7 +22,9 @@
  *     alone and p99.9 <= 3x alone; the reader's mean at 100,000 chunks <=
  *     2x its mean at 1,000 (a read costs the same whatever the chunks).
  *
- * $KMOD_BENCH_SECTIONS (say "24") runs only the sections named.
+ * $KMOD_BENCH_SECTIONS (say "24") runs only the sections named;
+ * $KMOD_BENCH_ALLOC_REPS sets section 2's rounds (default 41; under TCG
+ * each round waits for 1 GiB to be zeroed).
  *
  * Run as root with $GPUPOOL_KO naming the module (vm/run-vm.sh does both);
  * it loads the module itself (pool_size from $KMOD_BENCH_POOL, default
@@ -224,13 +226,18 @@ static double alloc_4k_median;
 static void bench_alloc(int fd)
 {
 	static const uint64_t sizes[2] = { 4096, GiB };
+	const char *reps_s = getenv("KMOD_BENCH_ALLOC_REPS");
+	int reps = reps_s && *reps_s ? atoi(reps_s) : ALLOC_REPS;
 	double t[2][ALLOC_REPS], lo[2];
 	uint64_t h[2];
 	unsigned int i, r, first;
 
+	if (reps < 1 || reps > ALLOC_REPS)
+		reps = ALLOC_REPS;
+
 	printf("\n2. GPUPOOL_IOC_ALLOC alone, 4 KiB and 1 GiB timed back to back in alternating order (%d rounds)\n",
-	       ALLOC_REPS);
-	for (r = 0; r < ALLOC_REPS; r++) {
+	       reps);
+	for (r = 0; r < (unsigned int)reps; r++) {
 		settle(fd);
 		first = r & 1;
 		t[first][r] = alloc_timed(fd, sizes[first], &h[first]);
@@ -240,7 +247,7 @@ static void bench_alloc(int fd)
 	}
 	for (i = 0; i < 2; i++) {
 		lo[i] = t[i][0];
-		for (r = 1; r < ALLOC_REPS; r++)
+		for (r = 1; r < (unsigned int)reps; r++)
 			if (t[i][r] < lo[i])
 				lo[i] = t[i][r];
 		if (lo[i] < 0) {	/* an ALLOC failed */
@@ -250,11 +257,11 @@ static void bench_alloc(int fd)
 		}
 		printf("   %10llu bytes: median %8.2f us, min %8.2f us\n",
 		       (unsigned long long)sizes[i],
-		       median(t[i], ALLOC_REPS) * 1e6, lo[i] * 1e6);
+		       median(t[i], reps) * 1e6, lo[i] * 1e6);
 	}
-	alloc_4k_median = median(t[0], ALLOC_REPS);
+	alloc_4k_median = median(t[0], reps);
 	printf("   1 GiB / 4 KiB: median %.2fx, min %.2fx\n",
-	       median(t[1], ALLOC_REPS) / median(t[0], ALLOC_REPS),
+	       median(t[1], reps) / median(t[0], reps),
 	       lo[1] / lo[0]);
 }
 

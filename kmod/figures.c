@@ -85,11 +85,32 @@ void gp_map_cells(u64 *cells, u64 space, u64 cell, u64 off, u64 size,
 	}
 }
 
-/* [off, off + size) goes from free to in use (sign > 0) or back. */
+/*
+ * [off, off + size) goes from free to in use (sign > 0) or back: one
+ * division, and usually one cell.
+ */
 static void gp_fig_map_use(struct gp_figures *f, u64 off, u64 size, int sign)
 {
-	gp_map_cells(f->map_used, f->space, f->cell, off, size, sign);
-	gp_map_cells(f->map_free, f->space, f->cell, off, size, -sign);
+	u64 end = min(off + size, f->space);
+	unsigned int i;
+
+	if (!f->cell || off >= end)
+		return;
+	i = min_t(u64, div64_u64(off, f->cell), GP_MAP_CELLS - 1);
+	for (; i < GP_MAP_CELLS && off < end; i++) {
+		u64 lim = i == GP_MAP_CELLS - 1 ? f->space :
+			  (u64)(i + 1) * f->cell;
+		u64 part = min(end, lim) - off;
+
+		if (sign > 0) {
+			f->map_used[i] += part;
+			f->map_free[i] -= part;
+		} else {
+			f->map_used[i] -= part;
+			f->map_free[i] += part;
+		}
+		off += part;
+	}
 }
 
 int gp_fig_add_region(struct gp_figures *f, struct bfc *b, u64 base, u64 size)
