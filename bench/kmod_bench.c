@@ -484,7 +484,7 @@ out:
 
 static void target(const char *what, double ratio, double limit)
 {
-	printf("   %-4s %s: %.2fx (target <= %.1fx)\n",
+	printf("   %-4s %s: %.2fx (target <= %.2fx)\n",
 	       ratio <= limit ? "PASS" : "MISS", what, ratio, limit);
 }
 
