@@ -293,8 +293,8 @@ static void host_cold_threads(void)
 
 				ctx = c2;
 				printf(" %16.0f", run(M_GP_COLD, size,
-						      size <= 65536 ? 2000 : 1,
-						      size <= 65536 ? BATCHES : 5));
+						      size <= 65536 ? 200 : 1,
+						      size <= 65536 ? 5 : 3));
 				ctx = keep;
 			}
 			gp_close(c2);
