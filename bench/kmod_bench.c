@@ -7,16 +7,24 @@
  *     every page, against mmap(MAP_ANONYMOUS | MAP_POPULATE | MAP_LOCKED) +
  *     touching every page (what a process does without the pool).
  *     Target: >= 8x faster at 256 MiB.
- *  2. The ALLOC ioctl alone for 4 KiB and 1 GiB.  Target: the same.
+ *  2. The ALLOC ioctl alone for 4 KiB and 1 GiB.  Target: the same.  With
+ *     $KMOD_BENCH_BASE_KO naming another build of the module (main's, say),
+ *     the section runs again on it at the end, and the 4 KiB median of this
+ *     module must be no more than 5% above that one's (PASS/MISS).
  *  3. Reservation at load, per GiB (the module's ReserveTime), against a
  *     userspace memset of the same size (into fresh memory: page faults and
  *     zeroing, as the kernel's reservation does; and into memory already
  *     faulted in: bandwidth only).  Target: within 1.5x of memset.
- *  4. ALLOC + FREE of one page with 100,000 chunks in the pool, alone and
- *     while another process reads /proc/gpupool in a loop (which walks
- *     every chunk, a slice at a time under the node's lock): latency
- *     percentiles and the worst pair.  No target; it shows what a reader
- *     costs the allocating processes.
+ *  4. ALLOC + FREE of one page with 1,000 and then 100,000 chunks in the
+ *     pool, alone and while another process reads /proc/gpupool in a loop:
+ *     latency percentiles, the worst pair and the reader's mean read time.
+ *     Targets (PASS/MISS): at 100,000 chunks, p99 with the reader <= 1.5x
+ *     alone and p99.9 <= 3x alone; the reader's mean at 100,000 chunks <=
+ *     2x its mean at 1,000 (a read costs the same whatever the chunks).
+ *
+ * $KMOD_BENCH_SECTIONS (say "24") runs only the sections named;
+ * $KMOD_BENCH_ALLOC_REPS sets section 2's rounds (default 41; under TCG
+ * each round waits for 1 GiB to be zeroed).
  *
  * Run as root with $GPUPOOL_KO naming the module (vm/run-vm.sh does both);
  * it loads the module itself (pool_size from $KMOD_BENCH_POOL, default
@@ -212,16 +220,24 @@ static void free_handle(int fd, uint64_t handle)
  * what differs between the two figures is the size and nothing else (not
  * the caches a previous 1 GiB zeroing left cold, not the round).
  */
+/* The 4 KiB median of section 2, for the comparison with a base module. */
+static double alloc_4k_median;
+
 static void bench_alloc(int fd)
 {
 	static const uint64_t sizes[2] = { 4096, GiB };
+	const char *reps_s = getenv("KMOD_BENCH_ALLOC_REPS");
+	int reps = reps_s && *reps_s ? atoi(reps_s) : ALLOC_REPS;
 	double t[2][ALLOC_REPS], lo[2];
 	uint64_t h[2];
 	unsigned int i, r, first;
 
+	if (reps < 1 || reps > ALLOC_REPS)
+		reps = ALLOC_REPS;
+
 	printf("\n2. GPUPOOL_IOC_ALLOC alone, 4 KiB and 1 GiB timed back to back in alternating order (%d rounds)\n",
-	       ALLOC_REPS);
-	for (r = 0; r < ALLOC_REPS; r++) {
+	       reps);
+	for (r = 0; r < (unsigned int)reps; r++) {
 		settle(fd);
 		first = r & 1;
 		t[first][r] = alloc_timed(fd, sizes[first], &h[first]);
@@ -231,7 +247,7 @@ static void bench_alloc(int fd)
 	}
 	for (i = 0; i < 2; i++) {
 		lo[i] = t[i][0];
-		for (r = 1; r < ALLOC_REPS; r++)
+		for (r = 1; r < (unsigned int)reps; r++)
 			if (t[i][r] < lo[i])
 				lo[i] = t[i][r];
 		if (lo[i] < 0) {	/* an ALLOC failed */
@@ -241,10 +257,11 @@ static void bench_alloc(int fd)
 		}
 		printf("   %10llu bytes: median %8.2f us, min %8.2f us\n",
 		       (unsigned long long)sizes[i],
-		       median(t[i], ALLOC_REPS) * 1e6, lo[i] * 1e6);
+		       median(t[i], reps) * 1e6, lo[i] * 1e6);
 	}
+	alloc_4k_median = median(t[0], reps);
 	printf("   1 GiB / 4 KiB: median %.2fx, min %.2fx\n",
-	       median(t[1], ALLOC_REPS) / median(t[0], ALLOC_REPS),
+	       median(t[1], reps) / median(t[0], reps),
 	       lo[1] / lo[0]);
 }
 
@@ -282,6 +299,7 @@ static void bench_reserve(int fd, uint64_t pool)
 }
 
 #define MANY_CHUNKS	100000
+#define FEW_CHUNKS	1000
 #define PAIR_SECS	2.0
 
 static int cmp_u64(const void *a, const void *b)
@@ -349,45 +367,81 @@ static void proc_reader(int out)
 	}
 }
 
+/* The mean time of n reads of /proc/gpupool, s (nothing else running). */
+static double proc_read_mean(int n)
+{
+	static char buf[1 << 16];
+	double t0 = now();
+	int i, pfd;
+
+	for (i = 0; i < n; i++) {
+		pfd = open("/proc/gpupool", O_RDONLY | O_CLOEXEC);
+		if (pfd < 0)
+			return 0;
+		while (read(pfd, buf, sizeof(buf)) > 0)
+			;
+		close(pfd);
+	}
+	return (now() - t0) / n;
+}
+
 static void print_pairs(const char *what, const uint64_t *lat, size_t n)
 {
 	if (!n) {
-		printf("   %-28s no pair completed (%s)\n", what, strerror(errno));
+		printf("   %-30s no pair completed (%s)\n", what, strerror(errno));
 		return;
 	}
-	printf("   %-28s %8zu pairs  p50 %8.1f us  p99 %8.1f us  p99.9 %9.1f us  max %9.1f us\n",
+	printf("   %-30s %8zu pairs  p50 %8.1f us  p99 %8.1f us  p99.9 %9.1f us  max %9.1f us\n",
 	       what, n, lat[n / 2] / 1e3, lat[n * 99 / 100] / 1e3,
 	       lat[n * 999 / 1000] / 1e3, lat[n - 1] / 1e3);
 }
 
-static void bench_proc_reader(int fd)
+/* What one run of section 4 measured (ns; the reader's mean in s). */
+struct reader_run {
+	uint64_t p99[2], p999[2];	/* alone, with the reader */
+	double read_mean;
+	int ok;
+};
+
+static void pair_figures(const uint64_t *lat, size_t n, uint64_t *p99,
+			 uint64_t *p999)
+{
+	*p99 = n ? lat[n * 99 / 100] : 0;
+	*p999 = n ? lat[n * 999 / 1000] : 0;
+}
+
+static void proc_reader_run(int fd, size_t chunks, struct reader_run *r)
 {
 	static uint64_t h[MANY_CHUNKS];
 	size_t cap = 1 << 20, n, i, reads = 0;
 	uint64_t *lat = malloc(cap * sizeof(*lat));
 	double t, sum = 0, worst = 0;
-	int p[2], status;
+	int p[2] = { -1, -1 }, status;
 	pid_t pid;
 
-	printf("\n4. ALLOC + FREE of one page, %d chunks in the pool (every other one free), for %.0f s each\n",
-	       MANY_CHUNKS, PAIR_SECS);
+	memset(r, 0, sizeof(*r));
+	memset(h, 0, sizeof(h));
+	printf("   %zu chunks in the pool (every other one free):\n", chunks);
 	if (!lat || pipe(p))
-		return;
-	for (i = 0; i < MANY_CHUNKS; i++) {
+		goto out;
+	for (i = 0; i < chunks; i++) {
 		if (alloc_timed(fd, 4096, &h[i]) < 0) {
 			printf("   setup: ALLOC #%zu failed (%s)\n", i,
 			       strerror(errno));
 			goto out;
 		}
 	}
-	for (i = 0; i < MANY_CHUNKS; i += 2) {
+	for (i = 0; i < chunks; i += 2) {
 		free_handle(fd, h[i]);
 		h[i] = 0;
 	}
 	settle(fd);
 	pin_cpu(0);
+	printf("   (a read of /proc/gpupool alone: mean %.1f us over 200)\n",
+	       proc_read_mean(200) * 1e6);
 	n = alloc_free_pairs(fd, lat, cap);
 	print_pairs("alone:", lat, n);
+	pair_figures(lat, n, &r->p99[0], &r->p999[0]);
 
 	pid = fork();
 	if (pid < 0)
@@ -409,18 +463,86 @@ static void bench_proc_reader(int fd)
 		worst = t > worst ? t : worst;
 	}
 	print_pairs("/proc/gpupool read in a loop:", lat, n);
-	if (reads)
-		printf("   (the reader: %zu reads, mean %.1f ms, longest %.1f ms)\n",
-		       reads, sum / reads * 1e3, worst * 1e3);
+	pair_figures(lat, n, &r->p99[1], &r->p999[1]);
+	if (reads) {
+		r->read_mean = sum / reads;
+		printf("   (the reader: %zu reads, mean %.1f us, longest %.1f us)\n",
+		       reads, sum / reads * 1e6, worst * 1e6);
+	}
+	r->ok = r->p99[0] && r->p99[1] && reads;
 out:
-	for (i = 0; i < MANY_CHUNKS; i++)
+	for (i = 0; i < chunks; i++)
 		free_handle(fd, h[i]);
 	pin_cpu(-1);
-	close(p[0]);
+	if (p[0] >= 0)
+		close(p[0]);
 	if (p[1] >= 0)
 		close(p[1]);
 	free(lat);
 	settle(fd);
+}
+
+static void target(const char *what, double ratio, double limit)
+{
+	printf("   %-4s %s: %.2fx (target <= %.2fx)\n",
+	       ratio <= limit ? "PASS" : "MISS", what, ratio, limit);
+}
+
+static void bench_proc_reader(int fd)
+{
+	struct reader_run few, many;
+
+	printf("\n4. ALLOC + FREE of one page, alone and while another process reads /proc/gpupool in a loop, for %.0f s each\n",
+	       PAIR_SECS);
+	proc_reader_run(fd, FEW_CHUNKS, &few);
+	proc_reader_run(fd, MANY_CHUNKS, &many);
+	if (!few.ok || !many.ok) {
+		printf("   MISS a run did not complete: no targets\n");
+		return;
+	}
+	target("p99 with the reader / alone, 100000 chunks",
+	       (double)many.p99[1] / many.p99[0], 1.5);
+	target("p99.9 with the reader / alone, 100000 chunks",
+	       (double)many.p999[1] / many.p999[0], 3.0);
+	target("reader's mean read, 100000 / 1000 chunks",
+	       many.read_mean / few.read_mean, 2.0);
+}
+
+static int want_section(char c)
+{
+	const char *s = getenv("KMOD_BENCH_SECTIONS");
+
+	return !s || !*s || strchr(s, c);
+}
+
+/*
+ * Section 2 again on another build of the module ($KMOD_BENCH_BASE_KO),
+ * loaded in place of this one: this module's 4 KiB ALLOC median against
+ * that one's, both measured in this run.
+ */
+static void bench_alloc_base(const char *params)
+{
+	const char *base = getenv("KMOD_BENCH_BASE_KO");
+	const char *ko = getenv("GPUPOOL_KO");
+	double ours = alloc_4k_median;
+	int fd;
+
+	if (!base || !*base || !ko || !want_section('2'))
+		return;
+	printf("\n2b. section 2 again, on the base module %s\n", base);
+	setenv("GPUPOOL_KO", base, 1);
+	fd = load(params) ? -1 : open("/dev/gpupool", O_RDWR | O_CLOEXEC);
+	setenv("GPUPOOL_KO", ko, 1);
+	if (fd < 0) {
+		printf("   MISS loading the base module: %s\n", strerror(errno));
+		return;
+	}
+	bench_alloc(fd);
+	close(fd);
+	syscall(SYS_delete_module, "gpupool", O_NONBLOCK);
+	if (ours > 0 && alloc_4k_median > 0)
+		target("4 KiB ALLOC median, this module / the base",
+		       ours / alloc_4k_median, 1.05);
 }
 
 int main(void)
@@ -445,12 +567,17 @@ int main(void)
 	}
 	printf("kmod_bench: pool_size=%s, %ld CPUs\n", pool_s,
 	       sysconf(_SC_NPROCESSORS_ONLN));
-	bench_buffers(fd);
-	bench_alloc(fd);
-	bench_reserve(fd, pool);
-	bench_proc_reader(fd);
+	if (want_section('1'))
+		bench_buffers(fd);
+	if (want_section('2'))
+		bench_alloc(fd);
+	if (want_section('3'))
+		bench_reserve(fd, pool);
+	if (want_section('4'))
+		bench_proc_reader(fd);
 	close(fd);
 	syscall(SYS_delete_module, "gpupool", O_NONBLOCK);
+	bench_alloc_base(params);
 	/* For the VM runner, which judges programs by kselftest's last line:
 	 * the benchmark ran (its figures are not judged).
 	 */

@@ -10,6 +10,12 @@
  *    mmap(MAP_POPULATE | MAP_LOCKED).  libgpupool is measured warm (served
  *    from its cache: the steady state of a data loader) and cold (trimmed
  *    after every free, so every allocation maps, pins and registers).
+ *    A further column maps what the cold allocation maps, with
+ *    mmap(MAP_POPULATE | MAP_LOCKED): its segment (2 MiB for a small
+ *    buffer, the buffer rounded to 2 MiB for a large one).  Then the cold
+ *    figures again with 1, 2 and all population threads
+ *    (GPUPOOL_POPULATE_THREADS), whether shmem huge pages were in use, and
+ *    the targets as PASS/MISS lines.
  * 2. Device-pool alloc+free replaying each trace, through the CUDA runtime
  *    named by GPUPOOL_CUDART (the test double measures the allocator's own
  *    overhead: its cudaMalloc is an mmap that touches nothing, its
@@ -23,11 +29,14 @@
  *
  * Every figure is the median over repeated batches; ratios are against
  * libgpupool.  Targets: a cached small host allocation under 100 ns; a
- * cached large one independent of its size.
+ * cached large one independent of its size; a cold one no slower than
+ * mmap(POPULATE|LOCKED) of the same bytes at 64 MiB, 256 MiB and 1 GiB, and
+ * within 1.5x of that of its 2 MiB segment for a small buffer.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,10 +71,22 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
-enum method { M_GP_WARM, M_GP_COLD, M_MALLOC_MLOCK, M_MMAP_LOCKED, M_NR };
+enum method {
+	M_GP_WARM, M_GP_COLD, M_MALLOC_MLOCK, M_MMAP_LOCKED, M_MMAP_SEG, M_NR
+};
 static const char *const mname[M_NR] = {
 	"gpupool (cached)", "gpupool (cold)", "malloc+mlock", "mmap(POPULATE|LOCKED)",
+	"mmap of the segment",
 };
+
+#define SEG_SMALL	(2ul << 20)	/* the small pool's segment */
+
+/* What a cold allocation of size maps: see gp_host_grow(). */
+static size_t segment_of(size_t size)
+{
+	return size <= (1ul << 20) ? SEG_SMALL :
+	       (size + SEG_SMALL - 1) & ~(SEG_SMALL - 1);
+}
 
 static struct gp_ctx *ctx;
 
@@ -102,8 +123,10 @@ static double run(enum method m, size_t size, int n, int batches)
 				munlock(p, size);
 				free(p);
 				break;
-			default:
-				p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			default: {
+				size_t len = m == M_MMAP_SEG ? segment_of(size) : size;
+
+				p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 					 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE |
 					 MAP_LOCKED, -1, 0);
 				if (p == MAP_FAILED) {
@@ -111,8 +134,9 @@ static double run(enum method m, size_t size, int n, int batches)
 					exit(1);
 				}
 				*(volatile char *)p = 1;
-				munmap(p, size);
+				munmap(p, len);
 				break;
+			}
 			}
 		}
 		t[b] = (now_ns() - t0) / n;
@@ -120,10 +144,14 @@ static double run(enum method m, size_t size, int n, int batches)
 	return median(t, batches);
 }
 
+static const size_t host_sizes[] = { 64, 4096, 65536, 64ul << 20,
+				     256ul << 20, 1ul << 30 };
+#define NR_HOST_SIZES	(sizeof(host_sizes) / sizeof(host_sizes[0]))
+static double host_fig[NR_HOST_SIZES][M_NR];
+
 static void host_bench(void)
 {
-	static const size_t sizes[] = { 64, 4096, 65536, 64ul << 20, 256ul << 20,
-					1ul << 30 };
+	const size_t *sizes = host_sizes;
 	struct gp_info info;
 	unsigned int s;
 	int m;
@@ -135,10 +163,10 @@ static void host_bench(void)
 	for (m = 0; m < M_NR; m++)
 		printf(" %22s", mname[m]);
 	printf("   ratios vs cached\n");
-	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+	for (s = 0; s < NR_HOST_SIZES; s++) {
 		size_t size = sizes[s];
 		int small = size <= 65536;
-		double r[M_NR];
+		double *r = host_fig[s];
 		void *p;
 
 		/* Warm the cache once. */
@@ -158,9 +186,153 @@ static void host_bench(void)
 		printf("%12zu", size);
 		for (m = 0; m < M_NR; m++)
 			printf(" %22.0f", r[m]);
-		printf("   cold x%.0f, mlock x%.0f, mmap x%.0f\n", r[1] / r[0],
-		       r[2] / r[0], r[3] / r[0]);
+		printf("   cold x%.0f, mlock x%.0f, mmap x%.0f, segment x%.0f\n",
+		       r[1] / r[0], r[2] / r[0], r[3] / r[0], r[4] / r[0]);
 		gp_host_trim(ctx, NULL);
+	}
+}
+
+/* shmem_enabled's choice (the bracketed word), or "?". */
+static const char *shmem_thp(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/shmem_enabled", "r");
+	char *l, *r;
+
+	snprintf(buf, len, "?");
+	if (!f)
+		return buf;
+	if (fgets(buf, (int)len, f) && (l = strchr(buf, '[')) &&
+	    (r = strchr(l, ']'))) {
+		*r = 0;
+		memmove(buf, l + 1, (size_t)(r - l));
+	} else {
+		snprintf(buf, len, "?");
+	}
+	fclose(f);
+	return buf;
+}
+
+/* ShmemHugePages + FileHugePages, kB. */
+static long shmem_huge_kb(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	long v, sum = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "ShmemHugePages: %ld", &v) == 1 ||
+		    sscanf(line, "FileHugePages: %ld", &v) == 1)
+			sum += v;
+	fclose(f);
+	return sum;
+}
+
+static void target(int pass, const char *fmt, double v, double limit)
+{
+	printf("%s ", pass ? "PASS" : "MISS");
+	printf(fmt, v, limit);
+	printf("\n");
+}
+
+/*
+ * Cold host allocations again, each thread count in a context of its own
+ * (the library reads GPUPOOL_POPULATE_THREADS at gp_open()), then the
+ * targets of section 1.
+ */
+static void host_cold_threads(void)
+{
+	const char *env = getenv("GPUPOOL_POPULATE_THREADS");
+	char saved[32] = "", thp[64];
+	struct gp_info info;
+	struct gp_ctx *c2;
+	unsigned int s, t, nt = 0, counts[3];
+	long before, huge = 0;
+	cpu_set_t set;
+	void *p;
+
+	if (env)
+		snprintf(saved, sizeof(saved), "%s", env);
+	counts[nt++] = 1;
+	counts[nt++] = 2;
+	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 2)
+		counts[nt++] = (unsigned int)CPU_COUNT(&set);
+	gp_info(ctx, &info);
+
+	/* Huge pages: ShmemHugePages + FileHugePages while a cold 64 MiB
+	 * buffer is live.
+	 */
+	gp_host_trim(ctx, NULL);
+	before = shmem_huge_kb();
+	if (!gp_host_alloc(ctx, 64ul << 20, 0, &p)) {
+		huge = shmem_huge_kb() - before;
+		gp_host_free(ctx, p);
+		gp_host_trim(ctx, NULL);
+	}
+	printf("\n== cold host alloc+free by population threads, %s backend, median ns per pair ==\n",
+	       info.backend_name);
+	printf("shmem_enabled [%s]; a cold 64 MiB buffer added %ld kB of shmem huge pages (%s)\n",
+	       shmem_thp(thp, sizeof(thp)), huge,
+	       huge > 0 ? "huge pages in use" : "no shmem huge pages");
+	printf("%12s", "size");
+	for (t = 0; t < nt; t++)
+		printf(" %12u thr", counts[t]);
+	printf(" %22s\n", mname[M_MMAP_LOCKED]);
+	for (s = 0; s < NR_HOST_SIZES; s++) {
+		size_t size = host_sizes[s];
+
+		printf("%12zu", size);
+		for (t = 0; t < nt; t++) {
+			char v[16];
+
+			snprintf(v, sizeof(v), "%u", counts[t]);
+			setenv("GPUPOOL_POPULATE_THREADS", v, 1);
+			if (gp_open(NULL, &c2)) {
+				printf(" %16s", "open failed");
+				continue;
+			}
+			/* run() times the global context. */
+			{
+				struct gp_ctx *keep = ctx;
+
+				ctx = c2;
+				printf(" %16.0f", run(M_GP_COLD, size,
+						      size <= 65536 ? 200 : 1,
+						      size <= 65536 ? 5 : 3));
+				ctx = keep;
+			}
+			gp_close(c2);
+		}
+		printf(" %22.0f\n", host_fig[s][M_MMAP_LOCKED]);
+	}
+	if (env)
+		setenv("GPUPOOL_POPULATE_THREADS", saved, 1);
+	else
+		unsetenv("GPUPOOL_POPULATE_THREADS");
+
+	printf("\n== host targets (this machine is shared: figures are noisy) ==\n");
+	for (s = 0; s < NR_HOST_SIZES; s++) {
+		const double *r = host_fig[s];
+		char what[128];
+
+		if (host_sizes[s] <= 65536) {
+			snprintf(what, sizeof(what),
+				 "%zu B cold / mmap(POPULATE|LOCKED) of its 2 MiB segment: %%.2fx (target <= %%.1fx)",
+				 host_sizes[s]);
+			target(r[M_GP_COLD] <= 1.5 * r[M_MMAP_SEG], what,
+			       r[M_GP_COLD] / r[M_MMAP_SEG], 1.5);
+			snprintf(what, sizeof(what),
+				 "%zu B cached: %%.0f ns (target <= %%.0f ns)",
+				 host_sizes[s]);
+			target(r[M_GP_WARM] <= 100, what, r[M_GP_WARM], 100);
+		} else {
+			snprintf(what, sizeof(what),
+				 "%zu MiB cold / mmap(POPULATE|LOCKED): %%.2fx (target <= %%.1fx)",
+				 host_sizes[s] >> 20);
+			target(r[M_GP_COLD] <= r[M_MMAP_LOCKED], what,
+			       r[M_GP_COLD] / r[M_MMAP_LOCKED], 1.0);
+		}
 	}
 }
 
@@ -419,6 +591,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	host_bench();
+	host_cold_threads();
 	host_split_bench();
 	gp_close(ctx);
 

@@ -1211,6 +1211,21 @@ uint64_t bfc_free_spans(const struct bfc *b, uint64_t align,
 	return n + bfc_span_flush(start, end, align, fn, ctx);
 }
 
+int bfc_free_neighbours(const struct bfc *b, bfc_handle_t h, uint64_t *prev,
+			uint64_t *next)
+{
+	const struct bfc_chunk *C = b->chunks, *p, *n;
+
+	if (!bfc__is_chunk(b, h))
+		return -BFC_EINVAL;
+	/* Edges are HELD: a chunk's neighbours always exist. */
+	p = &C[C[h].prev];
+	n = &C[C[h].next];
+	*prev = p->flags & BFC_CF_HELD ? 0 : p->size;
+	*next = n->flags & BFC_CF_HELD ? 0 : n->size;
+	return 0;
+}
+
 /* Statistics ------------------------------------------------------------------ */
 
 void bfc_get_stats(const struct bfc *b, struct bfc_stats *s)

@@ -259,6 +259,16 @@ uint64_t bfc_free_spans(const struct bfc *b, uint64_t align,
 			void (*fn)(void *ctx, uint64_t base, uint64_t size),
 			void *ctx);
 
+/* The sizes of the free chunks right below and right above chunk h (free
+ * or in use), 0 where that neighbour is in use or h is at its region's
+ * edge; -EINVAL for a bad handle.  Free chunks never touch, so a caller
+ * asking just before a free (or just after an allocation) learns which
+ * free chunks that free merges (or that allocation was cut from), and can
+ * keep figures by free chunk size as it goes.  O(1).
+ */
+int bfc_free_neighbours(const struct bfc *b, bfc_handle_t h, uint64_t *prev,
+			uint64_t *next);
+
 /* Statistics ------------------------------------------------------------- */
 
 struct bfc_stats {

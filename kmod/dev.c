@@ -204,7 +204,7 @@ static long gp_ioctl_stats(void __user *uarg)
 	nodes = kcalloc(gp_nr_nodes, sizeof(*nodes), GFP_KERNEL);
 	if (!nodes)
 		return -ENOMEM;
-	gp_pool_stats(&st.total, nodes);
+	gp_pool_stats(&st.total, nodes, NULL);
 	nr = min(st.nr_nodes, gp_nr_nodes);
 	if (nr && copy_to_user(u64_to_user_ptr(st.nodes_ptr), nodes,
 			       nr * sizeof(*nodes))) {

@@ -82,16 +82,29 @@ struct gp_counters {
 
 #define GP_MAP_CELLS	64	/* characters of a NodeNMap line */
 
+/*
+ * What /proc/gpupool shows of a sub-pool's bfc, kept as its chunks change
+ * (figures.c), under the node's lock: the bin table (bfc_bin_stats_add()
+ * of every chunk) and the bytes of bfc's in-use and free chunks by cell of
+ * the occupancy map (GP_MAP_CELLS parts of [0, space), cell bytes each,
+ * the last one with the remainder too).  bfc's in-use chunks include the
+ * released ones it has not had back yet (zeroing, quarantined).
+ */
+struct gp_figures {
+	u64 space;
+	u64 cell;
+	struct bfc_bin_stats bins[BFC_NR_BINS];
+	u64 map_used[GP_MAP_CELLS];
+	u64 map_free[GP_MAP_CELLS];
+};
+
 struct gp_node {
 	int nid;
 
-	/* Serialises every call into bfc, and the publication of blocks.
-	 * Taken with gp_node_lock(), which counts the tasks waiting for it
-	 * (lock_waiters) for the /proc walk to let them in between slices.
-	 */
+	/* Serialises every call into bfc, and the publication of blocks. */
 	struct mutex lock;
-	atomic_t lock_waiters;
 	struct bfc *bfc;
+	struct gp_figures fig;		/* of bfc, under lock too */
 	unsigned long nr_blocks;	/* published blocks */
 
 	/* Held by the one task growing the sub-pool (never under lock). */
@@ -133,14 +146,7 @@ struct gp_node {
 
 static inline void gp_node_lock(struct gp_node *n)
 {
-	/* The trylock path would hide this from lockdep and might_sleep(). */
-	might_lock(&n->lock);
-	might_sleep();
-	if (mutex_trylock(&n->lock))
-		return;
-	atomic_inc(&n->lock_waiters);
 	mutex_lock(&n->lock);
-	atomic_dec(&n->lock_waiters);
 }
 
 struct gp_chunk {
@@ -149,6 +155,7 @@ struct gp_chunk {
 	struct gp_holder *holder;	/* counted against; holds a ref */
 	u64 offset;			/* in the node's offset space */
 	u64 size;			/* bytes, page multiple */
+	u64 requested;			/* bytes asked for (bfc's requested) */
 	bfc_handle_t bh;
 	struct list_head link;		/* dirty / quarantine list, when released */
 };
@@ -185,13 +192,30 @@ int gp_pool_alloc(u64 size, int nid, bool strict_node,
 		  struct gp_holder *holder, struct gp_chunk **out);
 void gp_pool_release_chunk(struct gp_chunk *c);
 void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s);
+/* A node's figures for /proc's bin table and map (gp_pool_stats()). */
+struct gp_map {
+	struct gp_figures fig;
+	u64 zeroing[GP_MAP_CELLS];
+	u64 quarantined[GP_MAP_CELLS];
+};
 void gp_pool_stats(struct gpupool_pool_stats *total,
-		   struct gpupool_pool_stats *nodes);
+		   struct gpupool_pool_stats *nodes, struct gp_map *maps);
 void gp_pool_count_limit_denial(void);
 void gp_pool_count_failure(int nid);
-int gp_pool_show_bins(struct seq_file *m);
-int gp_pool_show_map(struct seq_file *m);
+void gp_pool_show_bins(struct seq_file *m, const struct gp_map *maps);
+void gp_pool_show_map(struct seq_file *m, const struct gp_map *maps);
 int gp_publish_blocks(struct gp_node *n, unsigned long count);
+
+/* figures.c: the figures of a sub-pool's bfc, kept as chunks change. */
+void gp_figures_init(struct gp_figures *f, u64 space);
+void gp_map_cells(u64 *cells, u64 space, u64 cell, u64 off, u64 size,
+		  int sign);
+int gp_fig_add_region(struct gp_figures *f, struct bfc *b, u64 base,
+		      u64 size);
+int gp_fig_alloc(struct gp_figures *f, struct bfc *b, u64 size,
+		 bfc_handle_t *h, u64 *addr);
+int gp_fig_free(struct gp_figures *f, struct bfc *b, bfc_handle_t h,
+		u64 addr, u64 size, u64 requested);
 
 /* reserve.c: pages for the pool. */
 unsigned long gp_reserve_blocks(struct gp_node *n, unsigned long first,

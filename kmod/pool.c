@@ -56,8 +56,9 @@ int gp_publish_blocks(struct gp_node *n, unsigned long count)
 	int ret;
 
 	gp_node_lock(n);
-	ret = bfc_add_region(n->bfc, (u64)n->nr_blocks << GP_BLOCK_SHIFT,
-			     (u64)count << GP_BLOCK_SHIFT, NULL);
+	ret = gp_fig_add_region(&n->fig, n->bfc,
+				(u64)n->nr_blocks << GP_BLOCK_SHIFT,
+				(u64)count << GP_BLOCK_SHIFT);
 	if (!ret)
 		n->nr_blocks += count;
 	mutex_unlock(&n->lock);
@@ -165,11 +166,12 @@ static int gp_node_try_alloc(struct gp_node *n, u64 size, struct gp_chunk *c,
 	*wait_for = 0;
 	gp_node_lock(n);
 	*seen_blocks = n->nr_blocks;
-	ret = bfc_alloc(n->bfc, size, &c->bh, &addr);
+	ret = gp_fig_alloc(&n->fig, n->bfc, size, &c->bh, &addr);
 	if (!ret) {
 		c->node = n;
 		c->offset = addr;
 		c->size = PAGE_ALIGN(size);
+		c->requested = size;
 		spin_lock(&n->stat_lock);
 		gp_note_live(n, c->size);
 		spin_unlock(&n->stat_lock);
@@ -312,39 +314,12 @@ out:
 
 /* Release, zeroing and quarantine ------------------------------------------- */
 
-/*
- * Add (sign > 0) or take (sign < 0) the bytes of [off, off + size) to or
- * from cells, the GP_MAP_CELLS equal parts of [0, space).
- */
-static void gp_map_cells(u64 *cells, u64 space, u64 off, u64 size, int sign)
-{
-	u64 cell = div64_u64(space, GP_MAP_CELLS);
-	u64 end = min(off + size, space);
-	unsigned int i;
-
-	if (!cell)
-		return;
-	for (i = div64_u64(off, cell); i < GP_MAP_CELLS && off < end; i++) {
-		u64 lim = i == GP_MAP_CELLS - 1 ? space : (u64)(i + 1) * cell;
-		u64 part = min(end, lim) - off;
-
-		if (sign > 0)
-			cells[i] += part;
-		else
-			cells[i] -= min(part, cells[i]);
-		off += part;
-	}
-}
-
-static u64 gp_node_space(const struct gp_node *n)
-{
-	return (u64)n->cap_blocks * GP_BLOCK_SIZE;
-}
-
 /* c enters (sign > 0) or leaves a state whose cells are these; stat_lock. */
 static void gp_map_note(struct gp_chunk *c, u64 *cells, int sign)
 {
-	gp_map_cells(cells, gp_node_space(c->node), c->offset, c->size, sign);
+	const struct gp_figures *f = &c->node->fig;
+
+	gp_map_cells(cells, f->space, f->cell, c->offset, c->size, sign);
 }
 
 /*
@@ -401,7 +376,8 @@ static void gp_chunk_return(struct gp_chunk *c)
 	int ret;
 
 	gp_node_lock(n);
-	ret = bfc_free(n->bfc, c->bh);
+	ret = gp_fig_free(&n->fig, n->bfc, c->bh, c->offset, c->size,
+			  c->requested);
 	WARN_ONCE(ret, "bfc_free(%u) of a live chunk failed: %d\n", c->bh, ret);
 	spin_lock(&n->stat_lock);
 	n->c.zeroing_bytes -= c->size;
@@ -505,15 +481,28 @@ static void gp_quarantine_fn(struct work_struct *work)
 
 /* Statistics ------------------------------------------------------------------- */
 
-void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s)
+/*
+ * A node's figures; with map, its bin table and map cells too (/proc),
+ * all from one hold of its lock: one consistent picture, and a reader
+ * takes the lock once per node.
+ */
+static void gp_node_read(struct gp_node *n, struct gpupool_pool_stats *s,
+			 struct gp_map *map)
 {
 	struct bfc_stats st;
 	struct gp_counters c;
 
 	gp_node_lock(n);
 	bfc_get_stats(n->bfc, &st);
+	if (map)
+		map->fig = n->fig;
 	spin_lock(&n->stat_lock);
 	c = n->c;
+	if (map) {
+		memcpy(map->zeroing, n->map_zeroing, sizeof(map->zeroing));
+		memcpy(map->quarantined, n->map_quarantined,
+		       sizeof(map->quarantined));
+	}
 	spin_unlock(&n->stat_lock);
 	mutex_unlock(&n->lock);
 
@@ -537,12 +526,17 @@ void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s)
 	s->node = n->nid;
 }
 
+void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s)
+{
+	gp_node_read(n, s, NULL);
+}
+
 /*
  * The whole pool into *t: the figures of every node (into nodes[], which
  * has gp_nr_nodes entries) added up; each node is a consistent snapshot.
  */
 void gp_pool_stats(struct gpupool_pool_stats *t,
-		   struct gpupool_pool_stats *nodes)
+		   struct gpupool_pool_stats *nodes, struct gp_map *maps)
 {
 	unsigned int i;
 
@@ -550,7 +544,7 @@ void gp_pool_stats(struct gpupool_pool_stats *t,
 	for (i = 0; i < gp_nr_nodes; i++) {
 		struct gpupool_pool_stats *s = &nodes[i];
 
-		gp_pool_node_stats(gp_nodes[i], s);
+		gp_node_read(gp_nodes[i], s, maps ? &maps[i] : NULL);
 		t->total += s->total;
 		t->free += s->free;
 		t->in_use += s->in_use;
@@ -611,86 +605,22 @@ u64 gp_pool_node_mask(void)
 }
 
 /*
- * /proc/gpupool is world-readable, and the bin table and the map look at
- * every chunk.  A node may hold millions, so the walk takes the node's lock
- * for GP_WALK_SLICE chunks at a time and lets allocations in between: a
- * reader looping on the file delays an ALLOC by one slice at most, not by
- * a whole walk.  A chunk that changes between two slices may be counted as
- * it was or as it is (see bfc_walk_chunks()); while nothing changes, the
- * figures are exact.  The reader can be killed between slices.
+ * /proc/gpupool's bin table and map: a copy of each node's figures
+ * (figures.c) taken by gp_pool_stats() in the hold of its lock that reads
+ * its counters, O(bins + cells) however many chunks the node holds, and
+ * exact.
  */
-#define GP_WALK_SLICE	1024
-
-/*
- * Between two slices: let the tasks waiting for the lock have it first.
- * A mutex waiter that spins on the owner would otherwise often miss the
- * moment between our unlock and our next lock, and wait through many
- * slices (measured: bench/kmod_bench.c, section 4).  Waits 1 ms at most,
- * so that steady allocation cannot hold the walk off for ever.
- */
-static void gp_walk_yield(struct gp_node *n)
-{
-	u64 until = ktime_get_ns() + NSEC_PER_MSEC;
-
-	/* need_resched: a waiter woken on this CPU runs at cond_resched(). */
-	while (atomic_read(&n->lock_waiters) && !need_resched() &&
-	       ktime_get_ns() < until)
-		cpu_relax();
-}
-
-/*
- * A walk resumes from a hint chunk; when changes between slices keep
- * removing it, it looks again from the region's start, and could in the
- * worst case step over the same chunks for ever.  So it gets four times
- * the slices an undisturbed walk takes (plus some); past that, the rest
- * is walked in one hold of the lock, as all of it was before slices.
- */
-static int gp_walk_node(struct gp_node *n,
-			int (*fn)(void *ctx, const struct bfc_chunk_info *c),
-			void *ctx)
-{
-	struct bfc_cursor cur = { 0 };
-	u64 slices = 0, budget = 0;
-	struct bfc_stats st;
-	int ret;
-
-	for (;;) {
-		mutex_lock(&n->lock);
-		if (!budget) {
-			bfc_get_stats(n->bfc, &st);
-			budget = 4 * div_u64(st.chunks_in_use + st.chunks_free,
-					     GP_WALK_SLICE) + 64;
-		}
-		ret = bfc_walk_chunks(n->bfc, &cur,
-				      ++slices < budget ? GP_WALK_SLICE : 0,
-				      fn, ctx);
-		mutex_unlock(&n->lock);
-		if (ret != BFC_WALK_MORE)
-			return ret;
-		gp_walk_yield(n);
-		if (fatal_signal_pending(current))
-			return -EINTR;
-		cond_resched();
-	}
-}
 
 /* The per-bin table of /proc/gpupool: non-empty bins only, sizes in kB. */
-int gp_pool_show_bins(struct seq_file *m)
+void gp_pool_show_bins(struct seq_file *m, const struct gp_map *maps)
 {
-	struct bfc_bin_stats *bins;
 	unsigned int i, b;
-	int ret = 0;
 
-	bins = kmalloc_array(BFC_NR_BINS, sizeof(*bins), GFP_KERNEL);
-	if (!bins)
-		return -ENOMEM;
-	for (i = 0; i < gp_nr_nodes && !ret; i++) {
+	for (i = 0; i < gp_nr_nodes; i++) {
 		struct gp_node *n = gp_nodes[i];
 
-		memset(bins, 0, BFC_NR_BINS * sizeof(*bins));
-		ret = gp_walk_node(n, bfc_bin_stats_add, bins);
-		for (b = 0; b < BFC_NR_BINS && !ret; b++) {
-			struct bfc_bin_stats *s = &bins[b];
+		for (b = 0; b < BFC_NR_BINS; b++) {
+			const struct bfc_bin_stats *s = &maps[i].fig.bins[b];
 
 			if (!s->free_chunks && !s->in_use_chunks)
 				continue;
@@ -701,8 +631,6 @@ int gp_pool_show_bins(struct seq_file *m)
 				   s->requested_bytes >> 10);
 		}
 	}
-	kfree(bins);
-	return ret;
 }
 
 /* Occupancy map --------------------------------------------------------------- */
@@ -711,82 +639,48 @@ int gp_pool_show_bins(struct seq_file *m)
  * NodeNMap: the node's offset space in GP_MAP_CELLS equal cells, each shown
  * by the state that holds most of its bytes: '#' in use, '.' free, 'z'
  * being zeroed or waiting for it, 'q' quarantined, ' ' not reserved (room
- * to grow).  A picture, not a figure: the counters above are exact; the
- * cells come from a walk in slices (gp_walk_node) and the per-cell
- * zeroing and quarantine bytes read after it.
+ * to grow).
  */
 enum {
 	GP_MAP_FREE, GP_MAP_USED, GP_MAP_ZEROING, GP_MAP_QUARANTINED, GP_MAP_NR
 };
 
-struct gp_map {
-	u64 space;			/* bytes the cells cover */
-	u64 bytes[GP_MAP_NR][GP_MAP_CELLS];
-};
-
-static int gp_map_chunk(void *ctx, const struct bfc_chunk_info *c)
-{
-	struct gp_map *map = ctx;
-
-	gp_map_cells(map->bytes[c->in_use ? GP_MAP_USED : GP_MAP_FREE],
-		     map->space, c->addr, c->size, 1);
-	return 0;
-}
-
-static int gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
-				 struct gp_map *map)
+static void gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
+				  const struct gp_map *map)
 {
 	static const char glyph[GP_MAP_NR] = { '.', '#', 'z', 'q' };
-	u64 *used = map->bytes[GP_MAP_USED];
 	unsigned int i, st;
-	int ret;
-
-	memset(map, 0, sizeof(*map));
-	map->space = gp_node_space(n);
-	ret = gp_walk_node(n, gp_map_chunk, map);
-	if (ret)
-		return ret;
-	spin_lock(&n->stat_lock);
-	memcpy(map->bytes[GP_MAP_ZEROING], n->map_zeroing,
-	       sizeof(n->map_zeroing));
-	memcpy(map->bytes[GP_MAP_QUARANTINED], n->map_quarantined,
-	       sizeof(n->map_quarantined));
-	spin_unlock(&n->stat_lock);
+	u64 bytes[GP_MAP_NR];
 
 	seq_printf(m, "Node%dMap: ", n->nid);
 	for (i = 0; i < GP_MAP_CELLS; i++) {
 		unsigned int best = GP_MAP_NR;
 		u64 most = 0;
 
-		/* Released chunks stay in use for bfc until zeroed (the walk,
-		 * in slices, may also have seen one free): move their bytes.
-		 */
-		used[i] -= min(used[i], map->bytes[GP_MAP_ZEROING][i] +
-				       map->bytes[GP_MAP_QUARANTINED][i]);
+		bytes[GP_MAP_FREE] = map->fig.map_free[i];
+		bytes[GP_MAP_ZEROING] = map->zeroing[i];
+		bytes[GP_MAP_QUARANTINED] = map->quarantined[i];
+		/* Released chunks stay in use for bfc until zeroed. */
+		bytes[GP_MAP_USED] = map->fig.map_used[i] -
+			min(map->fig.map_used[i],
+			    map->zeroing[i] + map->quarantined[i]);
 		for (st = 0; st < GP_MAP_NR; st++) {
-			if (map->bytes[st][i] > most) {
-				most = map->bytes[st][i];
+			if (bytes[st] > most) {
+				most = bytes[st];
 				best = st;
 			}
 		}
 		seq_putc(m, best == GP_MAP_NR ? ' ' : glyph[best]);
 	}
 	seq_putc(m, '\n');
-	return 0;
 }
 
-int gp_pool_show_map(struct seq_file *m)
+void gp_pool_show_map(struct seq_file *m, const struct gp_map *maps)
 {
-	struct gp_map *map = kmalloc(sizeof(*map), GFP_KERNEL);
 	unsigned int i;
-	int ret = 0;
 
-	if (!map)
-		return -ENOMEM;
-	for (i = 0; i < gp_nr_nodes && !ret; i++)
-		ret = gp_pool_show_node_map(m, gp_nodes[i], map);
-	kfree(map);
-	return ret;
+	for (i = 0; i < gp_nr_nodes; i++)
+		gp_pool_show_node_map(m, gp_nodes[i], &maps[i]);
 }
 
 /* Load and unload ------------------------------------------------------------ */
@@ -834,7 +728,6 @@ static struct gp_node *gp_node_create(int nid, u64 size, u64 limit)
 		return NULL;
 	n->nid = nid;
 	mutex_init(&n->lock);
-	atomic_set(&n->lock_waiters, 0);
 	mutex_init(&n->grow_lock);
 	spin_lock_init(&n->stat_lock);
 	INIT_LIST_HEAD(&n->dirty);
@@ -849,6 +742,7 @@ static struct gp_node *gp_node_create(int nid, u64 size, u64 limit)
 			     GFP_KERNEL);
 	if (!n->blocks)
 		goto out_free_node;
+	gp_figures_init(&n->fig, (u64)n->cap_blocks * GP_BLOCK_SIZE);
 
 	/* Exact-size chunks: page granularity, always split. */
 	bfc_params_default(&p, PAGE_SIZE);

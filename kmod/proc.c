@@ -62,13 +62,19 @@ static int gpupool_proc_show(struct seq_file *m, void *v)
 {
 	struct gpupool_pool_stats total, *nodes;
 	const struct cred *cred = m->file->f_cred;
+	struct gp_map *maps;
 	char prefix[16];
 	unsigned int i;
 
 	nodes = kcalloc(gp_nr_nodes, sizeof(*nodes), GFP_KERNEL);
-	if (!nodes)
+	maps = kvmalloc_array(gp_nr_nodes, sizeof(*maps), GFP_KERNEL);
+	if (!nodes || !maps) {
+		kfree(nodes);
+		kvfree(maps);
 		return -ENOMEM;
-	gp_pool_stats(&total, nodes);
+	}
+	/* Counters, bins and map of a node: one hold of its lock. */
+	gp_pool_stats(&total, nodes, maps);
 
 	seq_printf(m, "AbiVersion:%*u.%u\n", 13, GPUPOOL_ABI_MAJOR,
 		   GPUPOOL_ABI_MINOR);
@@ -91,14 +97,18 @@ static int gpupool_proc_show(struct seq_file *m, void *v)
 
 	gp_holder_show(m, file_ns_capable(m->file, &init_user_ns,
 					  CAP_SYS_ADMIN), cred->euid);
-	return gp_pool_show_bins(m) ?: gp_pool_show_map(m);
+	gp_pool_show_bins(m, maps);
+	gp_pool_show_map(m, maps);
+	kvfree(maps);
+	return 0;
 }
 
 /*
  * seq_file runs show() again, from the start, whenever the text outgrows
- * its buffer, and show() walks every chunk: start with room for the
- * figures, the bins and map of every node and a thousand holder lines,
- * not proc_create_single()'s one page.
+ * its buffer: start with room for the figures, the bins and map of every
+ * node and a thousand holder lines, not proc_create_single()'s one page.
+ * No part of show() looks at chunks: the bins and the map are figures the
+ * pool keeps as it goes (figures.c).
  */
 #define GP_PROC_BUF	SZ_64K
 

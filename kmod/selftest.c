@@ -9,6 +9,10 @@
  * size and lies inside a region without overlapping another; in_use is the
  * sum of the live chunks; bad frees are refused and change nothing.  At the
  * end everything is freed and each region must be one free chunk again.
+ *
+ * The operations go through figures.c, as the pool's do, and every few
+ * operations its running figures (bin table, map cells) must equal those
+ * of a full walk of the chunks.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": selftest: " fmt
 
@@ -26,10 +30,16 @@ struct gp_st_live {
 	bfc_handle_t h;
 	u64 addr;
 	u64 size;
+	u64 requested;
 };
+
+#define GP_ST_SPACE	(272ULL << 20)	/* the map covers every region */
+#define GP_ST_FIG_EVERY	8		/* operations between walks */
 
 struct gp_st {
 	struct bfc *b;
+	struct gp_figures fig;
+	struct gp_figures walk;		/* the same, by a full walk */
 	struct gp_st_live live[GP_ST_SLOTS];
 	unsigned int nr;
 	u64 in_use;
@@ -74,7 +84,7 @@ static int gp_st_alloc(struct gp_st *t)
 	u64 addr;
 	int ret;
 
-	ret = bfc_alloc(t->b, size, &h, &addr);
+	ret = gp_fig_alloc(&t->fig, t->b, size, &h, &addr);
 	if (ret == -BFC_ENOMEM)
 		return 0;		/* full: fine */
 	if (ret) {
@@ -101,6 +111,7 @@ static int gp_st_alloc(struct gp_st *t)
 	l->h = h;
 	l->addr = addr;
 	l->size = ci.size;
+	l->requested = size;
 	t->in_use += ci.size;
 	return 0;
 }
@@ -109,6 +120,7 @@ static int gp_st_free(struct gp_st *t, unsigned int i)
 {
 	struct gp_st_live *l = &t->live[i];
 	struct bfc_stats before, after;
+	bfc_handle_t h;
 	int ret;
 
 	/* An address inside a chunk is not a chunk: refused, nothing changes. */
@@ -122,14 +134,64 @@ static int gp_st_free(struct gp_st *t, unsigned int i)
 			return -EINVAL;
 		}
 	}
-	ret = (gp_st_rand(t) & 1) ? bfc_free(t->b, l->h) :
-				    bfc_free_addr(t->b, l->addr);
+	/* By handle, or by the handle the address index gives. */
+	h = l->h;
+	ret = (gp_st_rand(t) & 1) ? 0 : bfc_lookup(t->b, l->addr, &h);
+	if (!ret && h != l->h)
+		ret = -EINVAL;
+	if (!ret)
+		ret = gp_fig_free(&t->fig, t->b, h, l->addr, l->size,
+				  l->requested);
 	if (ret) {
 		pr_err("free of chunk %u at %llx: %d\n", l->h, l->addr, ret);
 		return -EINVAL;
 	}
 	t->in_use -= l->size;
 	*l = t->live[--t->nr];
+	return 0;
+}
+
+static int gp_st_walk_chunk(void *ctx, const struct bfc_chunk_info *c)
+{
+	struct gp_figures *w = ctx;
+
+	bfc_bin_stats_add(w->bins, c);
+	gp_map_cells(c->in_use ? w->map_used : w->map_free, w->space, w->cell,
+		     c->addr, c->size, 1);
+	return 0;
+}
+
+/* The running figures equal a full walk's. */
+static int gp_st_check_figures(struct gp_st *t, unsigned int op)
+{
+	struct gp_figures *w = &t->walk;
+	unsigned int i;
+
+	gp_figures_init(w, GP_ST_SPACE);
+	bfc_for_each_chunk(t->b, gp_st_walk_chunk, w);
+	for (i = 0; i < BFC_NR_BINS; i++) {
+		const struct bfc_bin_stats *a = &t->fig.bins[i];
+		const struct bfc_bin_stats *e = &w->bins[i];
+
+		if (memcmp(a, e, sizeof(*a))) {
+			pr_err("after op %u: bin %u kept as %llu/%llu free, %llu/%llu/%llu in use; a walk finds %llu/%llu, %llu/%llu/%llu\n",
+			       op, i, a->free_chunks, a->free_bytes,
+			       a->in_use_chunks, a->in_use_bytes,
+			       a->requested_bytes, e->free_chunks,
+			       e->free_bytes, e->in_use_chunks,
+			       e->in_use_bytes, e->requested_bytes);
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < GP_MAP_CELLS; i++) {
+		if (t->fig.map_used[i] != w->map_used[i] ||
+		    t->fig.map_free[i] != w->map_free[i]) {
+			pr_err("after op %u: map cell %u kept as %llu used, %llu free; a walk finds %llu, %llu\n",
+			       op, i, t->fig.map_used[i], t->fig.map_free[i],
+			       w->map_used[i], w->map_free[i]);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
@@ -163,9 +225,11 @@ static int gp_st_run(struct gp_st *t, u32 policy)
 	p.policy = policy;
 	if (bfc_create(&t->b, &p))
 		return -ENOMEM;
+	gp_figures_init(&t->fig, GP_ST_SPACE);
+	/* In increasing order, as the pool grows (figures.c needs that). */
 	for (i = 0; i < ARRAY_SIZE(gp_st_regions); i++) {
-		ret = bfc_add_region(t->b, gp_st_regions[i][0],
-				     gp_st_regions[i][1], NULL);
+		ret = gp_fig_add_region(&t->fig, t->b, gp_st_regions[i][0],
+					gp_st_regions[i][1]);
 		if (ret) {
 			pr_err("bfc_add_region #%u: %d\n", i, ret);
 			return -EINVAL;
@@ -180,6 +244,8 @@ static int gp_st_run(struct gp_st *t, u32 policy)
 			      gp_st_free(t, gp_st_rand(t) % t->nr);
 		if (!ret)
 			ret = gp_st_check(t, op);
+		if (!ret && !(op % GP_ST_FIG_EVERY))
+			ret = gp_st_check_figures(t, op);
 		if (ret)
 			return ret;
 		if (!(op % 256))
@@ -191,7 +257,7 @@ static int gp_st_run(struct gp_st *t, u32 policy)
 		if (ret)
 			return ret;
 	}
-	ret = gp_st_check(t, op);
+	ret = gp_st_check(t, op) ?: gp_st_check_figures(t, op);
 	if (ret)
 		return ret;
 	bfc_get_stats(t->b, &st);

@@ -12,9 +12,18 @@
  *    nodes that mbind does not allow) is made again of normal pages.
  *  - NUMA: mbind() through the raw system call (no libnuma), before any page
  *    exists, so that the pages are born on the node.
- *  - mlock() both faults every page in (what MAP_POPULATE would do) and pins
- *    it, after mbind; the kernel checks RLIMIT_MEMLOCK before faulting, so an
- *    over-limit request fails at once with a message saying how to raise it.
+ *  - Pinning and faulting in, after mbind: mlock2(MLOCK_ONFAULT) first, where
+ *    the kernel checks RLIMIT_MEMLOCK for the whole segment before any page
+ *    exists (an over-limit request fails at once, with a message saying how
+ *    to raise it), then the pages are faulted in, each locked as it comes:
+ *    by MADV_POPULATE_WRITE (Linux 5.14), or by touching a byte a page
+ *    before that, from several threads for a large segment (a slice each;
+ *    GPUPOOL_POPULATE_THREADS, default the CPUs this process may run on).
+ *    A shmem page is faulted 4 KiB at a time unless shmem THP is allowed
+ *    (/sys/kernel/mm/transparent_hugepage/shmem_enabled advise, within_size
+ *    or always: MADV_HUGEPAGE above then gets 2 MiB pages), so threads are
+ *    what makes a large segment fast.  Hugetlb segments (and kernels
+ *    without mlock2) are faulted by a plain mlock(), as before.
  *  - mlock() is called through syscall(): AddressSanitizer's interceptor
  *    turns mlock() into a no-op, which would hide the limit from the tests.
  *  - Descriptors of segments that are not shared are closed right after
@@ -23,6 +32,8 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/mempolicy.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +48,15 @@
 #ifndef MFD_HUGE_2MB
 #define MFD_HUGE_2MB	(21u << 26)
 #endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23
+#endif
+#ifndef MLOCK_ONFAULT
+#define MLOCK_ONFAULT	0x01
+#endif
+
+/* A population thread is worth its start for this much at least. */
+#define GP_POPULATE_MIN	(16ull << 20)
 
 /* A node list for a message: as much as fits, "..." where it was cut. */
 static void gp_copy_list(char *dst, size_t len, const char *src)
@@ -132,6 +152,24 @@ static bool gp_node_allowed(int node, char *list, size_t len)
 	return node < bits && ((mask[node / GP_LONG_BITS] >> (node % GP_LONG_BITS)) & 1);
 }
 
+/* GPUPOOL_POPULATE_THREADS, else the CPUs this process may run on. */
+static unsigned int gp_populate_threads_default(void)
+{
+	const char *v = getenv("GPUPOOL_POPULATE_THREADS");
+	cpu_set_t set;
+	long n;
+
+	if (v && *v) {
+		n = strtol(v, NULL, 10);
+		if (n >= 1)
+			return n < 256 ? (unsigned int)n : 256;
+	}
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	n = CPU_COUNT(&set);
+	return n >= 1 ? (unsigned int)n : 1;
+}
+
 static int gp_user_open(struct gp_ctx *ctx)
 {
 	char nodes[256];
@@ -154,6 +192,7 @@ static int gp_user_open(struct gp_ctx *ctx)
 		ctx->hst.memlock_limit = rl.rlim_cur == RLIM_INFINITY ?
 					 UINT64_MAX : rl.rlim_cur;
 	ctx->hugetlb_ok = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES);
+	ctx->populate_threads = gp_populate_threads_default();
 	return 0;
 }
 
@@ -209,6 +248,112 @@ static int gp_mlock(void *addr, uint64_t size)
 	return (int)syscall(SYS_mlock, addr, (size_t)size);
 }
 
+/* One slice of a segment to fault in. */
+struct gp_slice {
+	char *addr;
+	uint64_t size;
+	long page;
+	int err;		/* errno, 0 when it is all in */
+	bool started;		/* by a thread of its own */
+	pthread_t thread;
+};
+
+static void *gp_populate_slice(void *arg)
+{
+	struct gp_slice *s = arg;
+	volatile char *p = (volatile char *)s->addr;
+	uint64_t i;
+
+	s->err = 0;
+	if (!madvise(s->addr, s->size, MADV_POPULATE_WRITE))
+		return NULL;
+	if (errno != EINVAL) {
+		s->err = errno;
+		return NULL;
+	}
+	/* A kernel before MADV_POPULATE_WRITE: a write fault per page (a
+	 * fresh memfd's pages read zero, and stay zero).
+	 */
+	for (i = 0; i < s->size; i += (uint64_t)s->page)
+		p[i] = 0;
+	return NULL;
+}
+
+/*
+ * Fault in [addr, addr + size) from up to ctx->populate_threads threads,
+ * slices cut at 2 MiB boundaries (huge pages stay whole).  0 or an errno
+ * value.
+ */
+static int gp_populate(struct gp_ctx *ctx, void *addr, uint64_t size)
+{
+	uint64_t per, off = 0, n = ctx->populate_threads;
+	struct gp_slice one, *s = &one;
+	unsigned int i;
+	int err = 0;
+
+	if (n > size / GP_POPULATE_MIN)
+		n = size / GP_POPULATE_MIN;
+	if (n < 2) {
+		one.addr = addr;
+		one.size = size;
+		one.page = (long)ctx->page_size;
+		gp_populate_slice(&one);
+		return one.err;
+	}
+	s = calloc(n, sizeof(*s));
+	if (!s)
+		return ENOMEM;
+	per = (size / n + GP_HUGE_PAGE - 1) & ~(GP_HUGE_PAGE - 1);
+	for (i = 0; i < n && off < size; i++) {
+		s[i].addr = (char *)addr + off;
+		s[i].size = size - off < per ? size - off : per;
+		s[i].page = (long)ctx->page_size;
+		off += s[i].size;
+		/* Slice 0 is this thread's; a thread that cannot start
+		 * leaves its slice to this thread too.
+		 */
+		if (i)
+			s[i].started = !pthread_create(&s[i].thread, NULL,
+						       gp_populate_slice, &s[i]);
+	}
+	n = i;
+	gp_populate_slice(&s[0]);
+	for (i = 1; i < n; i++) {
+		if (s[i].started)
+			pthread_join(s[i].thread, NULL);
+		else
+			gp_populate_slice(&s[i]);
+	}
+	for (i = 0; i < n && !err; i++)
+		err = s[i].err;
+	free(s);
+	return err;
+}
+
+/*
+ * Pin and fault in a fresh mapping of normal pages: mlock2(MLOCK_ONFAULT)
+ * (RLIMIT_MEMLOCK checked for the whole size, nothing faulted yet), then
+ * gp_populate().  1 when the kernel has no mlock2 (the caller mlocks).
+ */
+static int gp_lock_populate(struct gp_ctx *ctx, void *addr, uint64_t size)
+{
+	int e;
+
+	if (syscall(SYS_mlock2, addr, (size_t)size, MLOCK_ONFAULT)) {
+		e = errno;
+		if (e == ENOSYS || e == EINVAL)
+			return 1;
+		return (e == ENOMEM || e == EPERM || e == EAGAIN) ?
+		       gp_memlock_error(ctx, e, size) :
+		       gp_err(ctx, -e, "mlock2: %s", strerror(e));
+	}
+	e = gp_populate(ctx, addr, size);
+	if (e)
+		return gp_err(ctx, -ENOMEM, "faulting in %llu bytes: %s",
+			      (unsigned long long)size, strerror(e));
+	return 0;
+}
+
 static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 		       bool keep_fd)
 {
@@ -251,7 +396,10 @@ retry:
 	ret = gp_user_bind(ctx, addr, size);
 	if (ret)
 		goto out_unmap;
-	if (gp_mlock(addr, size)) {
+	ret = huge ? 1 : gp_lock_populate(ctx, addr, size);
+	if (ret < 0)
+		goto out_unmap;
+	if (ret && gp_mlock(addr, size)) {
 		e = errno;
 		if (huge && (e == ENOMEM || e == EAGAIN)) {
 			/* Huge pages are reserved when mapped but taken when

@@ -132,6 +132,7 @@ struct gp_ctx {
 	int numa_node;			/* resolved, -1 = none */
 	uint64_t page_size;
 	bool hugetlb_ok;		/* MFD_HUGETLB worked or not tried yet */
+	unsigned int populate_threads;	/* user backend: faulting in a segment */
 	char why[192];			/* for gp_info */
 
 	/* Kernel backend. */

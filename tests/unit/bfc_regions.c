@@ -284,4 +284,40 @@ TEST(free_at_top)
 	bfc_destroy(b);
 }
 
+/* The free chunks beside a chunk: what a free merges, what an allocation
+ * was cut from (the module keeps its per-bin figures with them).
+ */
+TEST(free_neighbours)
+{
+	struct bfc *b = bt_create(4096, 0, 4096, 0, 0);
+	bfc_handle_t h1, h2, h3;
+	uint64_t p = 1, n = 1;
+
+	ASSERT_EQ(0, ADD(b, 0, 1 * MiB, NULL));
+	EXPECT_EQ(0, ALLOC_OK(b, 64 * KiB, &h1));
+	EXPECT_EQ(64 * KiB, ALLOC_OK(b, 64 * KiB, &h2));
+	EXPECT_EQ(128 * KiB, ALLOC_OK(b, 64 * KiB, &h3));
+	ASSERT_EQ(0, bfc_free_neighbours(b, h1, &p, &n));
+	EXPECT_EQ(0, p);			/* the region's edge */
+	EXPECT_EQ(0, n);			/* h2, in use */
+	ASSERT_EQ(0, bfc_free_neighbours(b, h3, &p, &n));
+	EXPECT_EQ(0, p);
+	EXPECT_EQ(832 * KiB, n);		/* the rest of the region */
+	ASSERT_EQ(0, FREE(b, h1));
+	ASSERT_EQ(0, bfc_free_neighbours(b, h2, &p, &n));
+	EXPECT_EQ(64 * KiB, p);
+	EXPECT_EQ(0, n);
+	ASSERT_EQ(0, FREE(b, h3));
+	ASSERT_EQ(0, bfc_free_neighbours(b, h2, &p, &n));
+	EXPECT_EQ(64 * KiB, p);
+	EXPECT_EQ(896 * KiB, n);
+	/* A free chunk has no free neighbour; a freed handle is no chunk. */
+	EXPECT_EQ(-EINVAL, bfc_free_neighbours(b, 0, &p, &n));
+	EXPECT_EQ(-EINVAL, bfc_free_neighbours(b, 1u << 20, &p, &n));
+	ASSERT_EQ(0, FREE(b, h2));
+	EXPECT_EQ(-EINVAL, bfc_free_neighbours(b, h3, &p, &n));
+	EXPECT_EQ(0, bfc_check(b, NULL, 0));
+	bfc_destroy(b);
+}
+
 TEST_HARNESS_MAIN
