@@ -158,7 +158,8 @@ for k in $kvers; do
 		--env GPUPOOL_BACKEND=kernel \
 		--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
 		--env GPUPOOL_CTL="$O/tools/gpupoolctl" \
-		--tests "$top/python/tests" --build-dir "$O" --quiet || status=1
+		--tests "$top/python/tests" --build-dir "$O" --quiet \
+		--timeout 900 --test-timeout 600 || status=1
 	# PyTorch's DataLoader on the kernel backend: only what that backend
 	# changes (test_torch.py skips the rest in a VM).  Importing torch
 	# under TCG is most of its 4 to 6 minutes, so it runs on the newest
