@@ -358,7 +358,8 @@ static int churn(void *arg)
 	}
 }
 
-TEST_F(many, read_while_churning)
+/* 40 reads while a child churns: slow on the debug kernel under TCG. */
+TEST_F_TIMEOUT(many, read_while_churning, 300)
 {
 	static char text[65536];
 	long long total_kb;
