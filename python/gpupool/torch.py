@@ -460,6 +460,17 @@ class NpyShards(torch.utils.data.Dataset):
         self.record_shape = tuple(first.shape[1:])
         self.record_bytes = first.nbytes // first.shape[0] if first.shape[0] \
             else _nbytes(self.record_shape, self.dtype)
+        # Where the batch tensor starts in its chunk.  O_DIRECT reads a
+        # record without a copy when its file offset and its address are
+        # aligned alike: where records are whole blocks and every shard's
+        # data starts at the same offset within a page (the header's size),
+        # the tensor starts at that offset in the (page-aligned) chunk.
+        # Otherwise at 0 (256-byte aligned, as PinnedCollate's tensors).
+        self.data_offset = 0
+        page = {h.offset % 4096 for h in self.headers}
+        if self.record_bytes and self.record_bytes % 4096 == 0 and \
+                len(page) == 1:
+            self.data_offset = page.pop()
         self.starts = [0]                 # global index of each shard's row 0
         for h in self.headers:
             self.starts.append(self.starts[-1] + h.shape[0])
@@ -518,8 +529,9 @@ class ShardCollate(PinnedCollate):
                                 "be NpyShards records, found %s"
                                 % type(r).__name__)
         shape = (len(batch),) + ds.record_shape
-        data = _Slot(0, _nbytes(shape, ds.dtype), ds.dtype, shape)
-        total = data.nbytes
+        data = _Slot(ds.data_offset, _nbytes(shape, ds.dtype), ds.dtype,
+                     shape)
+        total = data.offset + data.nbytes
         skeleton = data
         if ds.labels is not None:
             lshape = (len(batch),)
@@ -537,7 +549,7 @@ class ShardCollate(PinnedCollate):
                                                out=lab.tensor(base))
         rb = ds.record_bytes
         if rb:
-            flat = base.narrow(0, 0, data.nbytes)
+            flat = base.narrow(0, data.offset, data.nbytes)
             reqs = []                     # [buf, path, offset, length]
             prev = None
             for pos, (s, row) in enumerate(batch):

@@ -177,6 +177,20 @@ class ShardTest(unittest.TestCase):
     def test_int64_workers_2_fork_in_order(self):
         self.check(np.int64, 2, shuffle=False, bs=6)
 
+    def test_page_records_workers_0(self):
+        # 3x32x32 float32: 3 pages a record, the tensor placed so that
+        # file and memory are aligned alike (O_DIRECT without a copy).
+        paths = self.shards(np.float32, rows=(3, 4), shape=(3, 32, 32))
+        whole = np.concatenate([np.load(p) for p in paths])
+        ds = gt.NpyShards(paths)
+        self.assertEqual(ds.headers[0].offset % 4096, ds.data_offset)
+        col = gt.ShardCollate(self.pool, ds)
+        for idx in ([6, 0, 1, 2, 3], [5, 4]):
+            batch = col([ds[i] for i in idx])
+            self.assert_pool(batch)
+            self.assertTrue(np.array_equal(whole[idx], batch.numpy()))
+        del batch
+
     def test_index(self):
         ds = gt.NpyShards(self.shards(np.uint8, rows=(2, 0, 3)))
         self.assertEqual([(0, 0), (0, 1), (2, 0), (2, 1), (2, 2)],
