@@ -209,6 +209,11 @@ class ShardTest(unittest.TestCase):
                 gt.NpyShards(a + other)
             self.assertIn(why, str(cm.exception))
             self.assertIn(other[0], str(cm.exception))
+        u16 = os.path.join(self.dir, "u16.npy")
+        np.save(u16, np.zeros((2, 3), "<u2"))
+        with self.assertRaises(npy.NpyError) as cm:
+            gt.NpyShards([u16])
+        self.assertIn("no torch dtype", str(cm.exception))
         with self.assertRaises(ValueError):
             gt.NpyShards(a, labels=[1, 2, 3])
         with self.assertRaises(TypeError):
