@@ -17,6 +17,10 @@ batch is built in the training process and nothing crosses.
 The batch's tensors keep its chunk: when the last of them is gone, the chunk
 goes back to the pool (in the worker, once the batch has been pickled).
 
+NpyShards(paths) is a Dataset of the rows of .npy files, as references;
+ShardCollate(pool, dataset) reads a batch of them with the library's file
+reader straight into the batch tensor in the chunk.
+
 Only this module imports torch; `import gpupool` works without it.
 """
 import os
