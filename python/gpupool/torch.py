@@ -17,6 +17,10 @@ batch is built in the training process and nothing crosses.
 The batch's tensors keep its chunk: when the last of them is gone, the chunk
 goes back to the pool (in the worker, once the batch has been pickled).
 
+NpyShards(paths) is a Dataset of the rows of .npy files, as references;
+ShardCollate(pool, dataset) reads a batch of them with the library's file
+reader straight into the batch tensor in the chunk.
+
 Only this module imports torch; `import gpupool` works without it.
 """
 import os
@@ -37,7 +41,8 @@ except ImportError as e:
 import gpupool
 from ._lib import GpupoolError
 
-__all__ = ["PinnedCollate", "is_pool_tensor", "use_as_cuda_allocator"]
+__all__ = ["PinnedCollate", "ShardCollate", "NpyShards", "NpyRecord",
+           "is_pool_tensor", "use_as_cuda_allocator"]
 
 MIN_TORCH = (1, 13)
 
@@ -320,36 +325,10 @@ class PinnedCollate:
         return self._local[1]
 
     def __call__(self, batch):
-        from torch.utils.data import get_worker_info
         tree = _plan(batch) if self.collate_fn is None else \
             self.collate_fn(batch)
-        leaves = []
-        total = 0
-
-        def place(x):
-            n = 1
-            for s in x.shape:
-                n *= int(s)
-            nbytes = n * torch.empty((), dtype=x.dtype).element_size()
-            nonlocal total
-            off = 0
-            if nbytes:
-                off = (total + ALIGN - 1) // ALIGN * ALIGN
-                total = off + nbytes
-            slot = _Slot(off, nbytes, x.dtype, tuple(x.shape))
-            leaves.append((x, slot))
-            return slot
-
-        skeleton = _walk(tree, _is_packable, place)
-        in_worker = get_worker_info() is not None
-        pool = self._pool_here()
-        try:
-            buf = pool.buffer(max(total, 1), shared=in_worker)
-        except GpupoolError as e:
-            raise GpupoolError(
-                e.errno, "gpupool.torch.PinnedCollate: no pool memory for a "
-                "batch of %s (%d tensors): %s"
-                % (_fmt(total), len(leaves), e.strerror or e)) from None
+        skeleton, leaves, total = _layout(tree)
+        buf, in_worker = self._buffer(total, len(leaves))
         base = buf.torch()
         outs = {}
         for x, slot in leaves:
@@ -358,20 +337,240 @@ class PinnedCollate:
                 torch.stack(x.samples, 0, out=out)
             else:
                 out.copy_(x)
+        del base
+        return self._finish(buf, in_worker, skeleton, total, outs)
+
+    def _buffer(self, total, ntensors, what="batch"):
+        """The batch's pool buffer: a shared chunk in a worker.  Returns
+        (buf, in_worker)."""
+        from torch.utils.data import get_worker_info
+        in_worker = get_worker_info() is not None
+        pool = self._pool_here()
+        try:
+            buf = pool.buffer(max(total, 1), shared=in_worker)
+        except GpupoolError as e:
+            raise GpupoolError(
+                e.errno, "gpupool.torch.%s: no pool memory for a %s of %s "
+                "(%d tensors): %s" % (type(self).__name__, what, _fmt(total),
+                                      ntensors, e.strerror or e)) from None
+        return buf, in_worker
+
+    def _finish(self, buf, in_worker, skeleton, total, outs):
+        """The batch as the collate_fn returns it: its tensors (outs: id of
+        a slot -> its tensor over buf) in this process, a _PinnedBatch in
+        a worker."""
         if not in_worker:
-            del buf, base        # the tensors hold the memory
+            del buf              # the tensors hold the memory
             return _walk(skeleton, _is_slot, lambda s: outs[id(s)])
         # The descriptor is made here, not when the result queue's thread
         # pickles the batch, so that a failure reaches the DataLoader as
         # this worker's error (a failing pickle would lose the batch).
         # It keeps the memory: the worker's mapping goes now.
-        del outs, base
+        outs.clear()
+        pool = self._pool_here()
         try:
             fd = pool.export(buf)
         except GpupoolError as e:
             raise GpupoolError(
-                e.errno, "gpupool.torch.PinnedCollate: cannot share a batch "
-                "of %s: %s" % (_fmt(total), e.strerror or e)) from None
+                e.errno, "gpupool.torch.%s: cannot share a batch of %s: %s"
+                % (type(self).__name__, _fmt(total), e.strerror or e)) \
+                from None
         del buf
         return _PinnedBatch(fd, total, skeleton, self._token, self._backend)
 
+
+def _nbytes(shape, dtype):
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n * torch.empty((), dtype=dtype).element_size()
+
+
+def _layout(tree):
+    """Where each tensor (or _Stack) of tree lies in one chunk, ALIGN
+    apart: (skeleton with _Slots for them, [(leaf, slot)], total bytes)."""
+    leaves = []
+    total = 0
+
+    def place(x):
+        nonlocal total
+        nbytes = _nbytes(x.shape, x.dtype)
+        off = 0
+        if nbytes:
+            off = (total + ALIGN - 1) // ALIGN * ALIGN
+            total = off + nbytes
+        slot = _Slot(off, nbytes, x.dtype, tuple(x.shape))
+        leaves.append((x, slot))
+        return slot
+
+    return _walk(tree, _is_packable, place), leaves, total
+
+
+# -- records of .npy shards read straight into the batch's chunk -----------
+_TORCH_DTYPES = {
+    "b1": torch.bool, "u1": torch.uint8, "i1": torch.int8,
+    "i2": torch.int16, "i4": torch.int32, "i8": torch.int64,
+    "f2": torch.float16, "f4": torch.float32, "f8": torch.float64,
+    "c8": torch.complex64, "c16": torch.complex128,
+}
+
+
+class NpyRecord(tuple):
+    """What NpyShards[i] is: (shard number, row in that shard)."""
+    __slots__ = ()
+
+    def __new__(cls, shard, row):
+        return tuple.__new__(cls, (shard, row))
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    shard = property(lambda self: self[0])
+    row = property(lambda self: self[1])
+
+
+class NpyShards(torch.utils.data.Dataset):
+    """A map-style Dataset over .npy files holding arrays of one dtype whose
+    shapes differ in their first dimension only: item i is row i of the
+    shards taken one after the other, as an NpyRecord (a reference, not the
+    data); ShardCollate reads a batch of them into one pool chunk.
+
+    labels: None, or one value per record (a sequence, numpy array or
+    tensor of numbers): the batches are then (records, labels)."""
+
+    def __init__(self, paths, labels=None):
+        from . import npy
+        self.paths = [os.fspath(p) for p in paths]
+        if not self.paths:
+            raise ValueError("gpupool.torch.NpyShards: no shards")
+        self.headers = [npy.read_header(p) for p in self.paths]
+        first = self.headers[0]
+        if not first.shape:
+            raise npy.NpyError("gpupool.torch.NpyShards: %s holds a 0-d array "
+                               "(records are rows of the first dimension)"
+                               % first.path)
+        if first.code not in _TORCH_DTYPES:
+            raise npy.NpyError("gpupool.torch.NpyShards: %s: dtype %r has no "
+                               "torch dtype" % (first.path, first.descr))
+        for h in self.headers[1:]:
+            if h.code != first.code or h.shape[1:] != first.shape[1:]:
+                raise npy.NpyError(
+                    "gpupool.torch.NpyShards: %s holds %s rows of %r, %s "
+                    "holds %s rows of %r: every shard needs the same dtype "
+                    "and shape[1:]" % (first.path, first.descr,
+                                       first.shape[1:], h.path, h.descr,
+                                       h.shape[1:]))
+        self.dtype = _TORCH_DTYPES[first.code]
+        self.record_shape = tuple(first.shape[1:])
+        self.record_bytes = first.nbytes // first.shape[0] if first.shape[0] \
+            else _nbytes(self.record_shape, self.dtype)
+        # Where the batch tensor starts in its chunk.  O_DIRECT reads a
+        # record without a copy when its file offset and its address are
+        # aligned alike: where records are whole blocks and every shard's
+        # data starts at the same offset within a page (the header's size),
+        # the tensor starts at that offset in the (page-aligned) chunk.
+        # Otherwise at 0 (256-byte aligned, as PinnedCollate's tensors).
+        self.data_offset = 0
+        page = {h.offset % 4096 for h in self.headers}
+        if self.record_bytes and self.record_bytes % 4096 == 0 and \
+                len(page) == 1:
+            self.data_offset = page.pop()
+        self.starts = [0]                 # global index of each shard's row 0
+        for h in self.headers:
+            self.starts.append(self.starts[-1] + h.shape[0])
+        self.labels = None
+        if labels is not None:
+            lab = torch.as_tensor(labels)
+            if lab.dim() != 1 or lab.shape[0] != len(self):
+                raise ValueError("gpupool.torch.NpyShards: %d labels for %d "
+                                 "records" % (lab.numel(), len(self)))
+            self.labels = lab
+
+    def __len__(self):
+        return self.starts[-1]
+
+    def __getitem__(self, i):
+        import bisect
+        n = len(self)
+        i = int(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("gpupool.torch.NpyShards: record %d of %d"
+                             % (i, n))
+        s = bisect.bisect_right(self.starts, i) - 1
+        return NpyRecord(s, i - self.starts[s])
+
+    def index(self, rec):
+        """The global index of an NpyRecord."""
+        return self.starts[rec[0]] + rec[1]
+
+
+class ShardCollate(PinnedCollate):
+    """A DataLoader collate_fn for NpyShards: the batch's records are read
+    from their files (Pool.read_many: io_uring / O_DIRECT where the file
+    system allows) straight into one tensor of shape (batch,) + record
+    shape in one pool chunk, then cross to the training process as
+    PinnedCollate's batches do.  Records that follow each other in a shard
+    and in the batch are read as one request.  With labels, the batch is
+    (records, labels), both in the chunk."""
+
+    def __init__(self, pool, dataset, no_cache=False, buffered=False,
+                 depth=64):
+        if not isinstance(dataset, NpyShards):
+            raise TypeError("gpupool.torch.ShardCollate wants an NpyShards, "
+                            "not %s" % type(dataset).__name__)
+        super().__init__(pool)
+        self.dataset = dataset
+        self.read_opts = dict(no_cache=no_cache, buffered=buffered,
+                              depth=depth)
+
+    def __call__(self, batch):
+        ds = self.dataset
+        for r in batch:
+            if not isinstance(r, NpyRecord):
+                raise TypeError("gpupool.torch.ShardCollate: batch items must "
+                                "be NpyShards records, found %s"
+                                % type(r).__name__)
+        shape = (len(batch),) + ds.record_shape
+        data = _Slot(ds.data_offset, _nbytes(shape, ds.dtype), ds.dtype,
+                     shape)
+        total = data.offset + data.nbytes
+        skeleton = data
+        if ds.labels is not None:
+            lshape = (len(batch),)
+            off = (total + ALIGN - 1) // ALIGN * ALIGN
+            lab = _Slot(off, _nbytes(lshape, ds.labels.dtype),
+                        ds.labels.dtype, lshape)
+            total = off + lab.nbytes
+            skeleton = (data, lab)
+        buf, in_worker = self._buffer(total, 1 if ds.labels is None else 2)
+        base = buf.torch()
+        outs = {id(data): data.tensor(base)}
+        if ds.labels is not None:
+            idx = torch.tensor([ds.index(r) for r in batch], dtype=torch.long)
+            outs[id(lab)] = torch.index_select(ds.labels, 0, idx,
+                                               out=lab.tensor(base))
+        rb = ds.record_bytes
+        if rb:
+            flat = base.narrow(0, data.offset, data.nbytes)
+            reqs = []                     # [buf, path, offset, length]
+            prev = None
+            for pos, (s, row) in enumerate(batch):
+                h = ds.headers[s]
+                if prev is not None and prev == (s, row - 1):
+                    reqs[-1][0] = flat.narrow(0, reqs[-1][4], reqs[-1][3] + rb)
+                    reqs[-1][3] += rb
+                else:
+                    reqs.append([flat.narrow(0, pos * rb, rb), h.path,
+                                 h.offset + row * rb, rb, pos * rb])
+                prev = (s, row)
+            got = self._pool_here().read_many(
+                [r[:4] for r in reqs], **self.read_opts)
+            for r, n in zip(reqs, got):
+                if n != r[3]:
+                    raise IOError("gpupool.torch.ShardCollate: %s: %d of %d "
+                                  "bytes at offset %d (file shrunk?)"
+                                  % (r[1], n, r[3], r[2]))
+        del base
+        return self._finish(buf, in_worker, skeleton, total, outs)
