@@ -7,23 +7,7 @@
 #include "kselftest_harness.h"
 #include "pool_lib.h"
 
-FIXTURE(pool) {
-	int fd;
-};
-
-FIXTURE_SETUP(pool)
-{
-	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load_1("pool_size=32M"));
-	self->fd = gp_open_dev();
-	ASSERT_LE(0, self->fd) TH_LOG("open: %s", strerror(errno));
-}
-
-FIXTURE_TEARDOWN(pool)
-{
-	close(self->fd);
-	EXPECT_EQ(0, gp_unload_wait(5000));
-}
+GP_POOL_FIXTURE(pool, "pool_size=32M", 5000)
 
 TEST_F(pool, alloc_map_write_read_free)
 {

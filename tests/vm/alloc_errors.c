@@ -9,23 +9,7 @@
 #include "kselftest_harness.h"
 #include "pool_lib.h"
 
-FIXTURE(pool) {
-	int fd;
-};
-
-FIXTURE_SETUP(pool)
-{
-	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load_1("pool_size=16M"));
-	self->fd = gp_open_dev();
-	ASSERT_LE(0, self->fd);
-}
-
-FIXTURE_TEARDOWN(pool)
-{
-	close(self->fd);
-	EXPECT_EQ(0, gp_unload_wait(5000));
-}
+GP_POOL_FIXTURE(pool, "pool_size=16M", 5000)
 
 static void expect_untouched(struct __test_metadata *_metadata)
 {

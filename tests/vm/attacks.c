@@ -78,23 +78,7 @@ static int drop_to_nobody(void)
 	return setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY) ? -1 : 0;
 }
 
-FIXTURE(pool) {
-	int fd;
-};
-
-FIXTURE_SETUP(pool)
-{
-	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load_1("pool_size=16M"));
-	self->fd = gp_open_dev();
-	ASSERT_LE(0, self->fd);
-}
-
-FIXTURE_TEARDOWN(pool)
-{
-	close(self->fd);
-	EXPECT_EQ(0, gp_unload_wait(10000));
-}
+GP_POOL_FIXTURE(pool, "pool_size=16M", 10000)
 
 /* Guessing: the victim's handle, and every page offset of the pool, on the
  * attacker's own file: FREE, EXPORT and mmap all fail.

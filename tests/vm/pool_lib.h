@@ -351,4 +351,29 @@ static inline int gp_recv_fd(int sock, void *data, size_t len, int flags)
 	return fd;
 }
 
+/*
+ * The fixture most module tests start from: gpupool.ko loaded with params,
+ * /dev/gpupool open in self->fd; the teardown closes it and unloads the
+ * module, waiting up to unload_ms for the pool to drain.  Expand it where
+ * the test would write FIXTURE(name) and its setup and teardown; needs
+ * kselftest_harness.h first.
+ */
+#define GP_POOL_FIXTURE(name, params, unload_ms)			\
+	FIXTURE(name) {							\
+		int fd;							\
+	};								\
+	FIXTURE_SETUP(name)						\
+	{								\
+		GP_REQUIRE();						\
+		ASSERT_EQ(0, gp_load_1(params));			\
+		self->fd = gp_open_dev();				\
+		ASSERT_LE(0, self->fd)					\
+			TH_LOG("open /dev/gpupool: %s", strerror(errno)); \
+	}								\
+	FIXTURE_TEARDOWN(name)						\
+	{								\
+		close(self->fd);					\
+		EXPECT_EQ(0, gp_unload_wait(unload_ms));		\
+	}
+
 #endif /* GPUPOOL_TESTS_VM_POOL_LIB_H */
