@@ -10,20 +10,7 @@
 #include "kselftest_harness.h"
 #include "pool_lib.h"
 
-FIXTURE(pool) {
-	int unused;
-};
-
-FIXTURE_SETUP(pool)
-{
-	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load_1("pool_size=16M"));
-}
-
-FIXTURE_TEARDOWN(pool)
-{
-	EXPECT_EQ(0, gp_unload_wait(5000));
-}
+GP_LOADED_FIXTURE(pool, "pool_size=16M", 5000)
 
 static int alloc_many(int fd, int n)
 {

@@ -376,4 +376,22 @@ static inline int gp_recv_fd(int sock, void *data, size_t len, int flags)
 		EXPECT_EQ(0, gp_unload_wait(unload_ms));		\
 	}
 
+/*
+ * The same with no descriptor held: for tests whose every open and close is
+ * the thing under test.
+ */
+#define GP_LOADED_FIXTURE(name, params, unload_ms)			\
+	FIXTURE(name) {							\
+		int unused;						\
+	};								\
+	FIXTURE_SETUP(name)						\
+	{								\
+		GP_REQUIRE();						\
+		ASSERT_EQ(0, gp_load_1(params));			\
+	}								\
+	FIXTURE_TEARDOWN(name)						\
+	{								\
+		EXPECT_EQ(0, gp_unload_wait(unload_ms));		\
+	}
+
 #endif /* GPUPOOL_TESTS_VM_POOL_LIB_H */

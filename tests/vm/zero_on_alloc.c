@@ -14,20 +14,7 @@
 
 #define POOL	(16 * MiB)
 
-FIXTURE(pool) {
-	int unused;
-};
-
-FIXTURE_SETUP(pool)
-{
-	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load_1("pool_size=16M"));
-}
-
-FIXTURE_TEARDOWN(pool)
-{
-	EXPECT_EQ(0, gp_unload_wait(5000));
-}
+GP_LOADED_FIXTURE(pool, "pool_size=16M", 5000)
 
 /* how: 0 FREE and exit, 1 exit without FREE, 2 SIGKILL itself. */
 static int dirty_everything(void *arg)
