@@ -11,9 +11,10 @@
  * by the lowest address; it is split (front part returned) by TF's rule,
  * plus PyTorch's max_split_size; a freed chunk coalesces with free physical
  * neighbours in its region.  The other placement policies (bfc.h) change
- * only the split rule (always split) and which end of the chosen chunk is
- * returned: bfc_create() turns the policy into the split rule's fields and
- * cut_high_*, and split() is the one place that picks an end.  How it
+ * only the split rule (always split; age: a rest of 1/8 of the request)
+ * and which end of the chosen chunk is returned: bfc_create() turns the
+ * policy into the split rule's fields and cut, and split() is the one
+ * place that picks an end.  How it
  * computes it differs, so that no operation slows down with the number of
  * chunks (TF walks a std::set per bin from its smallest element), and so
  * that the common operations are short:

@@ -93,7 +93,7 @@ typedef uint32_t bfc_handle_t;
  */
 #define BFC_POLICY_DEFAULT	BFC_POLICY_TF
 
-/* Policy name ("tf", "exact", "seg", "half") <-> number.  bfc_policy_parse()
+/* Policy name ("tf", "exact", "seg", "half", "age") <-> number.  bfc_policy_parse()
  * returns the number or -EINVAL; bfc_policy_name() returns NULL for a
  * number that is no policy.
  */
