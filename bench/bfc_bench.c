@@ -56,7 +56,7 @@ static struct {
 	.scale_trace = "hta_ddp",
 	.do_replay = 1, .do_frag = 1, .do_scale = 1,
 	.policy = BFC_POLICY_DEFAULT,
-	.cand = BFC_POLICY_HALF,
+	.cand = BFC_POLICY_AGE,
 	.policies = (1u << BFC_NR_POLICIES) - 1,
 };
 #define NR_POL	BFC_NR_POLICIES
@@ -1598,9 +1598,9 @@ static void usage(const char *argv0)
 		"          [--policy NAME] [--candidate NAME] [--policies NAME,...] TRACE.csv...\n"
 		"  BENCH_QUICK=1 in the environment is the same as --quick.\n"
 		"  --policy: the core's placement policy for 'ours' (default %s);\n"
-		"  --candidate: the policy targets P1-P5 measure (default half);\n"
+		"  --candidate: the policy targets P1-P5 measure (default age);\n"
 		"  --policies: those in sections 2-4 besides ours, tf and the candidate (default all).\n"
-		"  Policies: tf exact seg half.\n",
+		"  Policies: tf exact seg half age.\n",
 		argv0, bfc_policy_name(BFC_POLICY_DEFAULT));
 	exit(1);
 }

@@ -11,9 +11,10 @@
  * by the lowest address; it is split (front part returned) by TF's rule,
  * plus PyTorch's max_split_size; a freed chunk coalesces with free physical
  * neighbours in its region.  The other placement policies (bfc.h) change
- * only the split rule (always split) and which end of the chosen chunk is
- * returned: bfc_create() turns the policy into the split rule's fields and
- * cut_high_*, and split() is the one place that picks an end.  How it
+ * only the split rule (always split; age: a rest of 1/8 of the request)
+ * and which end of the chosen chunk is returned: bfc_create() turns the
+ * policy into the split rule's fields and cut, and split() is the one
+ * place that picks an end.  How it
  * computes it differs, so that no operation slows down with the number of
  * chunks (TF walks a std::set per bin from its smallest element), and so
  * that the common operations are short:
@@ -139,6 +140,7 @@ static const char *const policy_names[BFC_NR_POLICIES] = {
 	[BFC_POLICY_EXACT] = "exact",
 	[BFC_POLICY_SEGREGATE] = "seg",
 	[BFC_POLICY_HALF] = "half",
+	[BFC_POLICY_AGE] = "age",
 };
 
 const char *bfc_policy_name(uint32_t policy)
@@ -347,17 +349,28 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 		b->ratio_m1 = p->split_ratio - 1;
 		b->ratio_lim = UINT64_MAX / b->ratio_m1;
 	}
-	/* The placement policy: the only place it is read.  EXACT and
-	 * SEGREGATE split whenever there is a rest; SEGREGATE cuts small
-	 * requests from the high end.
+	/* The placement policy: the only place it is read.  EXACT,
+	 * SEGREGATE and HALF split whenever there is a rest; AGE when the
+	 * rest is at least 1/8 of the request (ratio test (r * 1) >> 3,
+	 * threshold split_threshold as TF's).  split() reads the end.
 	 */
-	if (p->policy != BFC_POLICY_TF) {
+	switch (p->policy) {
+	case BFC_POLICY_EXACT:
+	case BFC_POLICY_SEGREGATE:
+	case BFC_POLICY_HALF:
 		b->split_thr = 1;
 		b->ratio_lim = 0;
+		break;
+	case BFC_POLICY_AGE:
+		b->ratio_m1 = 1;
+		b->ratio_lim = UINT64_MAX;
+		b->ratio_shift = 3;
+		break;
 	}
-	if (p->policy == BFC_POLICY_SEGREGATE)
-		b->cut_high_below = p->small_size;
-	b->cut_high_rel = p->policy == BFC_POLICY_HALF;
+	b->cut = p->policy == BFC_POLICY_SEGREGATE ? BFC_CUT_SMALL :
+		 p->policy == BFC_POLICY_HALF ? BFC_CUT_REL :
+		 p->policy == BFC_POLICY_AGE ? BFC_CUT_OLDER : BFC_CUT_LOW;
+	b->cut_small = p->small_size;
 	/* Slot 0, the nil sentinel, is never on the free list. */
 	b->nr_slots = 1;
 	if (chunks_resize(b, CHUNKS_MIN)) {
@@ -607,6 +620,9 @@ static void edge_init(struct bfc_chunk *C, uint32_t e, uint64_t addr)
 	C[e].addr = addr;
 	C[e].size = 0;
 	C[e].flags = BFC_CF_LIVE | BFC_CF_HELD | BFC_CF_EDGE;
+	/* Older than every chunk, for policy AGE (cut_high()). */
+	C[e].u.requested = 0;
+	C[e].u.alloc_id = 0;
 }
 
 /* Link chunk h between a and z (neighbours until now). */
@@ -780,14 +796,18 @@ uint64_t bfc_remove_free_regions(struct bfc *b,
  * (rest = cs - r): split when cs >= split_ratio * r, or when
  * the rest is at least split_threshold.  The first is rest >=
  * (split_ratio - 1) * r, tested only while that product is exact (r <=
- * ratio_lim; ratio_lim is 0 when there is no ratio test).  split_thr >= 1,
- * so a rest of 0 never splits (max_split_size is the caller's test).
+ * ratio_lim; ratio_lim is 0 when there is no ratio test), as rest >
+ * ((split_ratio - 1) * r - 1) >> ratio_shift: with ratio_shift 0 that is
+ * TF's test; policy AGE's 3 makes it rest >= ceil(r / 8), never 0.
+ * split_thr >= 1 and ratio_m1 * r >= 1, so a rest of 0 never splits
+ * (max_split_size is the caller's test).
  */
 static __always_inline bool want_split(const struct bfc *b, uint64_t rest,
 				       uint64_t r)
 {
 	return rest >= b->split_thr ||
-	       (r <= b->ratio_lim && rest >= r * b->ratio_m1);
+	       (r <= b->ratio_lim &&
+		rest > (r * b->ratio_m1 - 1) >> b->ratio_shift);
 }
 
 /* Split free chunk h (indexed in its class) for a request of r bytes:
@@ -829,16 +849,36 @@ static __always_inline void split_back(struct bfc_chunk *C, uint32_t h,
 	c->next = n;
 }
 
+/* Whether a policy other than TF's low end cuts request r from the high
+ * end of free chunk h.  BFC_CUT_OLDER: the end beside h's older
+ * neighbour, the one allocated first (a region's edge has alloc_id 0, so
+ * it is older than every chunk; two edges: the low end).  h's neighbours
+ * are in use or edges, never free.
+ */
+static __always_inline bool cut_high(const struct bfc *b,
+				     const struct bfc_chunk *C, uint32_t h,
+				     uint64_t r)
+{
+	switch (b->cut) {
+	case BFC_CUT_SMALL:
+		return r < b->cut_small;
+	case BFC_CUT_REL:
+		return C[h].size - r > r;
+	default:
+		return C[C[h].next].u.alloc_id < C[C[h].prev].u.alloc_id;
+	}
+}
+
 /* Split free chunk h for a request of r bytes (class kr) into chunk n, at
  * the end the placement policy says (see bfc_create()); returns n's
- * address.  The one place where a policy chooses an end.
+ * address.  The one place where a policy chooses an end; TF's (cut 0)
+ * costs one test.
  */
 static __always_inline uint64_t split(const struct bfc *b, struct bfc_chunk *C,
 				      uint32_t h, uint32_t n, uint64_t r,
 				      uint32_t kr)
 {
-	if (unlikely(r < b->cut_high_below ||
-		     (b->cut_high_rel && C[h].size - r > r)))
+	if (unlikely(b->cut) && cut_high(b, C, h, r))
 		split_back(C, h, n, r, kr);
 	else
 		split_front(C, h, n, r, kr);

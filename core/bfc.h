@@ -70,6 +70,14 @@ typedef uint32_t bfc_handle_t;
  *   or more from its low end.  The same segregation as SEGREGATE, with
  *   "small" measured against the free range it is cut from instead of a
  *   fixed size, so it holds at every scale.
+ * BFC_POLICY_AGE: the chunk is split when the rest is at least 1/8 of
+ *   the request (a chunk handed out is less than 9/8 of the rounded
+ *   request) or at least split_threshold; the request is cut from the
+ *   end beside the chunk's older neighbour (allocated first; a region's
+ *   edge counts as older than any chunk).  The rest stays beside the
+ *   younger neighbour: chunks allocated close in time, which tend to be
+ *   freed close in time, sit together, and a free range is not left
+ *   between a young chunk and a long-lived one.
  *
  * max_split_size applies to every policy.
  */
@@ -77,14 +85,15 @@ typedef uint32_t bfc_handle_t;
 #define BFC_POLICY_EXACT	1u
 #define BFC_POLICY_SEGREGATE	2u
 #define BFC_POLICY_HALF		3u
-#define BFC_NR_POLICIES		4u
+#define BFC_POLICY_AGE		4u
+#define BFC_NR_POLICIES		5u
 
 /* The policy the library and the module use unless told otherwise (the
  * core's own default, bfc_params_default(), stays TF's).
  */
 #define BFC_POLICY_DEFAULT	BFC_POLICY_TF
 
-/* Policy name ("tf", "exact", "seg", "half") <-> number.  bfc_policy_parse()
+/* Policy name ("tf", "exact", "seg", "half", "age") <-> number.  bfc_policy_parse()
  * returns the number or -EINVAL; bfc_policy_name() returns NULL for a
  * number that is no policy.
  */

@@ -38,6 +38,12 @@ _Static_assert(BFC_SL_BITS >= 1 && BFC_SL_BITS <= 6, "a group within a word");
 _Static_assert(BFC_NR_WORDS <= 64, "word bitmap is 64 bits");
 _Static_assert(BFC_NR_CLASSES <= 65535, "class index is 16 bits");
 
+/* struct bfc.cut: which end of a split chunk a request is cut from. */
+#define BFC_CUT_LOW	0	/* always the low end (tf, exact) */
+#define BFC_CUT_SMALL	1	/* high below cut_small (seg) */
+#define BFC_CUT_REL	2	/* high when smaller than the rest (half) */
+#define BFC_CUT_OLDER	3	/* beside the older neighbour (age) */
+
 /* Chunks ---------------------------------------------------------------- */
 
 /* chunk.flags */
@@ -154,12 +160,13 @@ struct bfc {
 	uint64_t split_thr;	/* max(split_threshold, 1); 1 for split_ratio 1 */
 	uint64_t ratio_m1;	/* split_ratio - 1 */
 	uint64_t ratio_lim;	/* largest r with r * ratio_m1 exact; 0: no ratio test */
-	/* Placement: rounded requests below this are cut from the high end
-	 * of their chunk (0: every request from the low end, TF's).
+	uint32_t ratio_shift;	/* the ratio test is against (r * ratio_m1) >> this */
+	/* Placement: which end of a split chunk a request is cut from
+	 * (BFC_CUT_*; BFC_CUT_LOW, 0, is TF's: always the low end).
 	 */
-	uint64_t cut_high_below;
-	/* ... and so are those smaller than the rest they leave. */
-	bool cut_high_rel;
+	uint8_t cut;
+	/* BFC_CUT_SMALL: rounded requests below this are cut from the high end. */
+	uint64_t cut_small;
 
 	/* Regions: slots with stable indices, and their indices by base. */
 	struct bfc_region *regions;

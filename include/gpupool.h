@@ -76,6 +76,7 @@ enum gp_placement {
 	GP_PLACEMENT_EXACT = 2,
 	GP_PLACEMENT_SEG = 3,
 	GP_PLACEMENT_HALF = 4,
+	GP_PLACEMENT_AGE = 5,
 };
 
 struct gp_options {

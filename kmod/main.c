@@ -54,7 +54,7 @@ MODULE_PARM_DESC(selftest,
 static char *policy = "";
 module_param(policy, charp, 0444);
 MODULE_PARM_DESC(policy,
-		 "Chunk placement: tf (TensorFlow's BFC), exact, seg or half (default: tf); see docs/placement.md");
+		 "Chunk placement: tf (TensorFlow's BFC), exact, seg, half or age (default: tf); see docs/placement.md");
 
 u64 gp_per_process_limit;
 u32 gp_policy = BFC_POLICY_DEFAULT;
@@ -177,7 +177,7 @@ static int gp_check_params(int *nids, unsigned int *nr, u64 *pool, u64 *max)
 	if (*policy) {
 		ret = bfc_policy_parse(policy);
 		if (ret < 0) {
-			pr_err("policy=%s: expected tf, exact, seg or half\n",
+			pr_err("policy=%s: expected tf, exact, seg, half or age\n",
 			       policy);
 			return -EINVAL;
 		}

@@ -23,7 +23,7 @@ pass=0 fail=0 n=0
 make -s -C "$top/bench" O="$O" TOP="$top" all > "$out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || cat "$out"
-ok $rc "the host benchmarks build (bfc_bench, gen_trace, lib_bench, io_bench, loader_bench)"
+ok $rc "the host benchmarks build (bfc_bench, gen_trace, derive_trace, lib_bench, io_bench, loader_bench)"
 
 if [ $rc -eq 0 ]; then
 	BENCH_QUICK=1 make -s -C "$top/bench" O="$O" TOP="$top" bfc \

@@ -87,7 +87,7 @@ static int gp_apply_env(struct gp_ctx *ctx)
 
 		if (pol < 0)
 			return gp_err(NULL, -EINVAL,
-				      "GPUPOOL_POLICY=%s: expected tf, exact, seg or half", b);
+				      "GPUPOOL_POLICY=%s: expected tf, exact, seg, half or age", b);
 		o->placement = GP_PLACEMENT_TF + pol;
 	}
 	if (!o->host_limit)
@@ -106,7 +106,7 @@ static int gp_check_options(const struct gp_options *o)
 			      o->flags & ~GP_OPEN_VALID_FLAGS);
 	if (o->backend < GP_BACKEND_AUTO || o->backend > GP_BACKEND_USER)
 		return gp_err(NULL, -EINVAL, "gp_open: unknown backend %d", o->backend);
-	if (o->placement < GP_PLACEMENT_DEFAULT || o->placement > GP_PLACEMENT_HALF)
+	if (o->placement < GP_PLACEMENT_DEFAULT || o->placement > GP_PLACEMENT_AGE)
 		return gp_err(NULL, -EINVAL, "gp_open: unknown placement %d", o->placement);
 	if (o->numa_node < GP_NUMA_NEAR_GPU)
 		return gp_err(NULL, -EINVAL, "gp_open: bad numa_node %d", o->numa_node);

@@ -209,7 +209,8 @@ int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
 /* The BFC placement policy of every pool of the context. */
 _Static_assert(GP_PLACEMENT_TF + BFC_POLICY_HALF == GP_PLACEMENT_HALF &&
 	       GP_PLACEMENT_TF + BFC_POLICY_SEGREGATE == GP_PLACEMENT_SEG &&
-	       GP_PLACEMENT_TF + BFC_POLICY_EXACT == GP_PLACEMENT_EXACT,
+	       GP_PLACEMENT_TF + BFC_POLICY_EXACT == GP_PLACEMENT_EXACT &&
+	       GP_PLACEMENT_TF + BFC_POLICY_AGE == GP_PLACEMENT_AGE,
 	       "gp_placement follows BFC_POLICY_*");
 static inline uint32_t gp_bfc_policy(const struct gp_ctx *ctx)
 {

@@ -99,27 +99,30 @@ TEST(env_backend)
 	gp_close(ctx);
 }
 
-/* Two fresh small host buffers: TF's placement cuts each from the low end
- * of the segment's free range (the second above the first), half's from
- * the high end (the second below the first).  1 when the second is above.
+/* Three fresh small host buffers a, b, c: TF's placement cuts each from
+ * the low end of the segment's free range (each above the one before),
+ * half's from the high end (each below); age's b beside the segment's high
+ * edge (older than a), c beside a (older than b).  Bit 0: b above a; bit
+ * 1: c above b.
  */
-static int second_above(struct __test_metadata *_metadata,
-			const struct gp_options *o)
+static int order3(struct __test_metadata *_metadata,
+		  const struct gp_options *o)
 {
 	struct gp_ctx *ctx;
-	void *a, *b;
-	int above;
+	void *p[3];
+	int i, bits;
 
 	EXPECT_EQ(0, gp_open(o, &ctx)) TH_LOG("%s", gp_last_error(NULL));
 	if (!ctx)
 		return -1;
-	EXPECT_EQ(0, gp_host_alloc(ctx, 4096, 0, &a));
-	EXPECT_EQ(0, gp_host_alloc(ctx, 4096, 0, &b));
-	above = (uintptr_t)b > (uintptr_t)a;
-	EXPECT_EQ(0, gp_host_free(ctx, a));
-	EXPECT_EQ(0, gp_host_free(ctx, b));
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(0, gp_host_alloc(ctx, 4096, 0, &p[i]));
+	bits = ((uintptr_t)p[1] > (uintptr_t)p[0]) |
+	       ((uintptr_t)p[2] > (uintptr_t)p[1]) << 1;
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(0, gp_host_free(ctx, p[i]));
 	gp_close(ctx);
-	return above;
+	return bits;
 }
 
 TEST(placement)
@@ -130,7 +133,7 @@ TEST(placement)
 	gp_options_init(&o);
 	o.backend = GP_BACKEND_USER;
 	o.flags = GP_OPEN_NO_CUDA;
-	o.placement = GP_PLACEMENT_HALF + 1;
+	o.placement = GP_PLACEMENT_AGE + 1;
 	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
 	ASSERT_NE(NULL, strstr(gp_last_error(NULL), "placement"));
 	o.placement = -1;
@@ -140,21 +143,25 @@ TEST(placement)
 	ASSERT_EQ(-EINVAL, gp_open(&o, &ctx));
 	ASSERT_NE(NULL, strstr(gp_last_error(NULL), "GPUPOOL_POLICY"));
 	unsetenv("GPUPOOL_POLICY");
-	EXPECT_EQ(1, second_above(_metadata, &o));	/* the default: tf */
+	EXPECT_EQ(3, order3(_metadata, &o));	/* the default: tf */
 	o.placement = GP_PLACEMENT_HALF;
-	EXPECT_EQ(0, second_above(_metadata, &o));
+	EXPECT_EQ(0, order3(_metadata, &o));
 	o.placement = GP_PLACEMENT_EXACT;
-	EXPECT_EQ(1, second_above(_metadata, &o));
+	EXPECT_EQ(3, order3(_metadata, &o));
 	o.placement = GP_PLACEMENT_SEG;
-	EXPECT_EQ(0, second_above(_metadata, &o));
+	EXPECT_EQ(0, order3(_metadata, &o));
+	o.placement = GP_PLACEMENT_AGE;
+	EXPECT_EQ(1, order3(_metadata, &o));
 	/* The environment when the option is left at its default; not
 	 * over an option set.
 	 */
 	o.placement = GP_PLACEMENT_DEFAULT;
 	setenv("GPUPOOL_POLICY", "half", 1);
-	EXPECT_EQ(0, second_above(_metadata, &o));
+	EXPECT_EQ(0, order3(_metadata, &o));
+	setenv("GPUPOOL_POLICY", "age", 1);
+	EXPECT_EQ(1, order3(_metadata, &o));
 	o.placement = GP_PLACEMENT_TF;
-	EXPECT_EQ(1, second_above(_metadata, &o));
+	EXPECT_EQ(3, order3(_metadata, &o));
 	unsetenv("GPUPOOL_POLICY");
 }
 

@@ -39,7 +39,7 @@ TEST(params)
 /* Policies: names both ways, an unknown one refused. */
 TEST(policy_names)
 {
-	static const char *const names[] = { "tf", "exact", "seg", "half" };
+	static const char *const names[] = { "tf", "exact", "seg", "half", "age" };
 	struct bfc_params p;
 	struct bfc *b = (struct bfc *)1;
 	uint32_t i;
@@ -47,7 +47,7 @@ TEST(policy_names)
 	bfc_params_default(&p, 256);
 	EXPECT_EQ(BFC_POLICY_TF, p.policy);
 	EXPECT_EQ(1 * MiB, p.small_size);
-	ASSERT_EQ(4, BFC_NR_POLICIES);
+	ASSERT_EQ(5, BFC_NR_POLICIES);
 	for (i = 0; i < BFC_NR_POLICIES; i++) {
 		EXPECT_STREQ(names[i], bfc_policy_name(i));
 		EXPECT_EQ((int)i, bfc_policy_parse(names[i]));
@@ -138,6 +138,35 @@ TEST(policy_placement)
 	EXPECT_EQ(56 * KiB, a[0]);
 	EXPECT_EQ(0, a[1]);
 	EXPECT_EQ(52 * KiB, a[2]);
+}
+
+/* age: split when the rest is at least 1/8 of the request; the request
+ * beside the free chunk's older neighbour (edges are older than chunks).
+ */
+TEST(policy_age)
+{
+	const uint64_t one[] = { 40 * KiB };
+	const uint64_t most[] = { 57 * KiB };
+	const uint64_t edge[] = { 56 * KiB };
+	const uint64_t three[] = { 8 * KiB, 16 * KiB, 4 * KiB, 4 * KiB };
+	uint64_t a[4];
+
+	/* 24 KiB of rest >= 5 KiB: split; both neighbours are edges: low. */
+	EXPECT_EQ(40 * KiB, place(_metadata, BFC_POLICY_AGE, 0, one, 1, a));
+	EXPECT_EQ(0, a[0]);
+	/* 7 KiB of rest < 57/8 KiB: the whole region; 8 KiB >= 7 KiB: split. */
+	EXPECT_EQ(64 * KiB, place(_metadata, BFC_POLICY_AGE, 0, most, 1, a));
+	EXPECT_EQ(56 * KiB, place(_metadata, BFC_POLICY_AGE, 0, edge, 1, a));
+	/* 8 KiB at 0; the rest [8, 64) lies between chunk 1 and the high
+	 * edge (older): 16 KiB at its top, 48 KiB; then [8, 48) lies between
+	 * chunks 1 (older) and 2: 4 KiB at 8 KiB; then [12, 48) between
+	 * chunks 3 and 2 (older): 4 KiB at 44 KiB.
+	 */
+	EXPECT_EQ(32 * KiB, place(_metadata, BFC_POLICY_AGE, 0, three, 4, a));
+	EXPECT_EQ(0, a[0]);
+	EXPECT_EQ(48 * KiB, a[1]);
+	EXPECT_EQ(8 * KiB, a[2]);
+	EXPECT_EQ(44 * KiB, a[3]);
 }
 
 /* Size 0 is a caller error: -EINVAL, not counted as a failed allocation. */

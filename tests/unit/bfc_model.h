@@ -83,6 +83,16 @@ static bool m_try_merge(struct model *m, size_t i)
 	return true;
 }
 
+/* Policy age: chunk i's neighbour j (i - 1 or i + 1), its alloc_id; 0
+ * when there is none in i's region (the region's edge).
+ */
+static uint64_t m_neighbour_id(const struct model *m, size_t i, size_t j)
+{
+	if (j >= m->n || m->c[j].region != m->c[i].region)
+		return 0;
+	return m->c[j].alloc_id;
+}
+
 static int m_alloc(struct model *m, uint64_t size, uint64_t *addr)
 {
 	uint64_t g = m->p.granularity, r, mss = m->p.max_split_size;
@@ -112,16 +122,25 @@ static int m_alloc(struct model *m, uint64_t size, uint64_t *addr)
 			split = true;
 		if (c->size - r >= m->p.split_threshold)
 			split = true;
-		/* every policy but TF's: exact-size chunks */
-		if (m->p.policy != BFC_POLICY_TF)
+		/* age: a rest of 1/8 of the request or more (or the
+		 * threshold); the others but TF's: exact-size chunks
+		 */
+		if (m->p.policy == BFC_POLICY_AGE)
+			split = 8 * (unsigned __int128)(c->size - r) >= r ||
+				c->size - r >= m->p.split_threshold;
+		else if (m->p.policy != BFC_POLICY_TF)
 			split = true;
 	}
 	/* the request at the high end of the chunk: seg for small requests,
-	 * half for those smaller than the rest
+	 * half for those smaller than the rest, age when the next neighbour
+	 * is the older
 	 */
 	if (split && ((m->p.policy == BFC_POLICY_SEGREGATE &&
 		       r < m->p.small_size) ||
-		      (m->p.policy == BFC_POLICY_HALF && c->size - r > r))) {
+		      (m->p.policy == BFC_POLICY_HALF && c->size - r > r) ||
+		      (m->p.policy == BFC_POLICY_AGE &&
+		       m_neighbour_id(m, best, best + 1) <
+		       m_neighbour_id(m, best, best - 1)))) {
 		struct mchunk part = { .addr = c->addr + c->size - r, .size = r,
 				       .region = c->region };
 

@@ -69,6 +69,11 @@ TEST_F_TIMEOUT(st, selftest_half, 600)
 	selftest_with(_metadata, "half");
 }
 
+TEST_F_TIMEOUT(st, selftest_age, 600)
+{
+	selftest_with(_metadata, "age");
+}
+
 TEST_F_TIMEOUT(st, selftest_exact, 600)
 {
 	selftest_with(_metadata, "exact");
@@ -83,7 +88,8 @@ TEST_F_TIMEOUT(st, selftest_seg, 600)
  * placement (tf, exact: the module always splits) puts s right after L,
  * so the largest free chunk is L's 2 MiB; seg and half cut the page from
  * the high end of the free range (small, and smaller than the rest it
- * leaves), so L's range joins the rest: 4 MiB less the page.
+ * leaves), and so does age (beside the pool's high edge, older than L), so
+ * L's range joins the rest: 4 MiB less the page.
  */
 static void place_one(struct __test_metadata *_metadata, const char *policy,
 		      uint64_t want_largest)
@@ -120,6 +126,7 @@ TEST(policy_param)
 	place_one(_metadata, "exact", 2 * MiB);
 	place_one(_metadata, "seg", 4 * MiB - 4096);
 	place_one(_metadata, "half", 4 * MiB - 4096);
+	place_one(_metadata, "age", 4 * MiB - 4096);
 	place_one(_metadata, NULL, 2 * MiB);	/* the default: tf */
 	EXPECT_EQ(-EINVAL, gp_load("pool_size=4M policy=best"));
 	EXPECT_EQ(0, gp_loaded());
