@@ -8,20 +8,21 @@
  * The input chooses the mode (cudaMalloc segments, or the virtual mode with
  * a 2 MiB or 512 KiB granularity), the device's memory, a pool limit or
  * none, and then a program of operations on two streams: allocations of
- * any size (up to 2^64 - 1), with cuMemCreate or cudaMalloc refused after
- * a few calls now and then; frees on the block's stream or on the other
- * one (stream-ordered: the block waits for an event), with events held
- * incomplete or completed; gp_dev_record_stream; frees of pointers that are
- * no block (must fail with -EINVAL and change nothing); gp_dev_trim.
+ * any size (up to 2^64 - 1), now and then with cuMemCreate refused after a
+ * few calls or cudaMalloc refused above a size; frees on the block's stream
+ * or on the other one (stream-ordered: the block waits for an event), with
+ * events held incomplete or completed; gp_dev_record_stream; frees of
+ * pointers that are no block (must fail with -EINVAL and change nothing);
+ * gp_dev_trim.
  *
- * What must hold after every operation: no crash, no sanitizer report; a
- * block is handed out wholly inside the device's memory and overlaps no
- * live block; every live block's stamped bytes read back intact (a trim
- * that unmapped a granule under a live block, or a block handed out twice,
- * shows); the pool's requested bytes equal the model's, in use <= reserved
- * <= limit; in the virtual mode the double's live handles, physical and
- * mapped bytes equal the pool's mapped bytes and no cudaMalloc block lives,
- * in the segments mode no handle lives.  At the end every block is freed,
+ * What must hold after every operation: no crash, no sanitizer report; no
+ * block larger than the device's memory, none overlapping a live block;
+ * every live block's stamped bytes read back intact (a trim that unmapped a
+ * granule under a live block, or a block handed out twice, shows); the
+ * pool's requested bytes equal the model's, in use <= reserved <= limit; in
+ * the virtual mode the double's live handles, physical and mapped bytes
+ * equal the pool's mapped bytes and no cudaMalloc block lives, in the
+ * segments mode no handle lives.  At the end every block is freed,
  * the pool trimmed (nothing reserved or mapped) and closed, and the double
  * holds nothing (no block, handle, mapping, reservation or event) and saw
  * no misuse.
@@ -237,8 +238,10 @@ static void run(struct fz *f)
 			unsigned char *p = nlive ? live[0].p + 1 + fz_pick(f, 8) :
 					   (unsigned char *)(uintptr_t)fz_u64(f);
 
-			if (!p)
-				break;
+			for (i = 0; i < nlive && live[i].p != p; i++)
+				;
+			if (!p || i < nlive)
+				break;	/* a block after all */
 			FZ_ASSERT(gp_dev_free(ctx, p, streams[0]) == -EINVAL,
 				  "freeing %p, no block, did not fail", (void *)p);
 			break;
