@@ -31,6 +31,7 @@ runs_for() {
 	case $1 in
 	fuzz_bfc)		echo 50000 ;;
 	fuzz_ioctl_reply)	echo 150000 ;;
+	fuzz_dev_pool)		echo 60000 ;;
 	*)			echo 500000 ;;
 	esac
 }

@@ -49,7 +49,8 @@ typedef struct CUevent_st *cudaEvent_t;
 	X(cudaError_t, cudaEventQuery, (cudaEvent_t))				\
 	X(cudaError_t, cudaEventSynchronize, (cudaEvent_t))			\
 	X(cudaError_t, cudaEventDestroy, (cudaEvent_t))			\
-	X(cudaError_t, cudaStreamSynchronize, (cudaStream_t))
+	X(cudaError_t, cudaStreamSynchronize, (cudaStream_t))		\
+	X(cudaError_t, cudaDeviceSynchronize, (void))
 
 /*
  * The driver's virtual memory management, for the device pool's virtual

@@ -124,7 +124,8 @@ void gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
 int gp_vmm_back(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds,
 		uint64_t addr, uint64_t size);
 /* Unmap every granule lying wholly in free chunks of ds (the whole region
- * when nothing is in use); bytes unmapped.
+ * when nothing is in use), after waiting for ds's stream when there is any;
+ * bytes unmapped.
  */
 uint64_t gp_vmm_trim(struct gp_ctx *ctx, struct gp_dpool *p,
 		     struct gp_dstream *ds);

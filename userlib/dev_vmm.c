@@ -71,6 +71,23 @@ static void gp_vmm_prop(struct gp_dpool *p, struct gp_cu_prop *prop)
 	prop->location.id = p->device;
 }
 
+/*
+ * Before the first granule of ds is unmapped: wait for ds's stream.  A block
+ * freed on its own stream is free in the core at once, while work queued
+ * on the stream may still touch it; cudaFree waits for the device, but
+ * cuMemUnmap and cuMemRelease do not (PyTorch synchronizes the stream before
+ * unmapping for the same reason).  A stream the caller has destroyed cannot
+ * be waited for: then the whole device.
+ */
+static void gp_vmm_quiesce(struct gp_ctx *ctx, struct gp_dstream *ds)
+{
+	if (ctx->cuda.cudaStreamSynchronize(ds->stream) == cudaSuccess)
+		return;
+	ctx->cuda.cudaGetLastError();
+	if (ctx->cuda.cudaDeviceSynchronize() != cudaSuccess)
+		ctx->cuda.cudaGetLastError();
+}
+
 /* Unmap and release granule i of ds (mapped). */
 static void gp_vmm_unmap1(struct gp_ctx *ctx, struct gp_dpool *p,
 			  struct gp_dstream *ds, uint64_t i)
@@ -296,6 +313,7 @@ struct gp_vmm_walk {
 	struct gp_dpool *p;
 	struct gp_dstream *ds;
 	uint64_t n;
+	bool quiet;		/* ds's stream waited for */
 };
 
 /* A free span (whole granules): unmap what is mapped in it. */
@@ -307,6 +325,10 @@ static void gp_vmm_span(void *arg, uint64_t base, uint64_t size)
 
 	for (; i < end; i++)
 		if (w->ds->vr.h[i]) {
+			if (!w->quiet) {
+				gp_vmm_quiesce(w->ctx, w->ds);
+				w->quiet = true;
+			}
 			gp_vmm_unmap1(w->ctx, w->p, w->ds, i);
 			w->ds->vr.holes++;
 			w->n += w->p->gran;
@@ -328,7 +350,7 @@ static void gp_vmm_region_gone(void *arg, uint64_t base, uint64_t size)
 uint64_t gp_vmm_trim(struct gp_ctx *ctx, struct gp_dpool *p,
 		     struct gp_dstream *ds)
 {
-	struct gp_vmm_walk w = { ctx, p, ds, 0 };
+	struct gp_vmm_walk w = { ctx, p, ds, 0, false };
 	int saved;
 
 	if (!ds->vr.top)
@@ -365,11 +387,17 @@ void gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
 void gp_vmm_fini(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds)
 {
 	struct gp_cu *cu = &ctx->cuda.cu;
+	bool quiet = false;
 	uint64_t i;
 
 	for (i = 0; i < ds->vr.top / p->gran; i++)
-		if (ds->vr.h[i])
+		if (ds->vr.h[i]) {
+			if (!quiet) {
+				gp_vmm_quiesce(ctx, ds);
+				quiet = true;
+			}
 			gp_vmm_unmap1(ctx, p, ds, i);
+		}
 	if (ds->vr.size) {
 		if (cu->cuMemAddressFree(ds->vr.base, ds->vr.size) != GP_CU_SUCCESS)
 			gp_debug(ctx, "device %d: cuMemAddressFree failed", p->device);

@@ -5,9 +5,10 @@
  * entry points it runs on.  The mode is picked where the device supports
  * it and can be refused; the region grows by exactly the granules a request
  * lacks and its top chunk coalesces with the growth; a trim gives back free
- * granules anywhere, and a block later placed over them gets them mapped
- * again; a refused cuMemCreate trims, retries, then says out of memory with
- * nothing leaked; the double refuses what the CUDA documentation forbids.
+ * granules anywhere (after waiting for their stream), and a block later
+ * placed over them gets them mapped again; a refused cuMemCreate trims,
+ * retries, then says out of memory with nothing leaked; the double
+ * refuses what the CUDA documentation forbids.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -178,6 +179,44 @@ TEST(trim_unmaps_free_granules_anywhere)
 	gp_close(ctx);
 	EXPECT_EQ(0, rt_counts(&rt).reservations);
 	EXPECT_TRUE(rt_clean(&rt)) TH_LOG("%s", rt.last_violation());
+}
+
+/* A block freed on its stream is free at once while work queued there may
+ * still touch it: before unmapping a stream pool's granules the pool waits
+ * for that stream (cuMemUnmap does not wait, as cudaFree does), once per
+ * trim, and not at all when nothing is unmapped.
+ */
+TEST(trim_waits_for_the_stream_first)
+{
+	struct gp_ctx *ctx;
+	struct rt rt;
+	gp_stream_t s;
+	uint64_t syncs, released = 0;
+	char *a, *b;
+
+	RT_SETUP(&rt);
+	NEED_DOUBLE(&rt);
+	unsetenv("GPUPOOL_DEV_MODE");
+	ASSERT_EQ(0, rt.StreamCreate(&s));
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 8 * MiB, s, (void **)&a));
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 8 * MiB, s, (void **)&b));
+	syncs = rt_counts(&rt).calls[CDD_STREAM_SYNC];
+	ASSERT_EQ(0, gp_dev_trim(ctx, 0, &released));
+	EXPECT_EQ(0, released);
+	EXPECT_EQ(syncs, rt_counts(&rt).calls[CDD_STREAM_SYNC]);
+	ASSERT_EQ(0, gp_dev_free(ctx, a, s));
+	ASSERT_EQ(0, gp_dev_trim(ctx, 0, &released));
+	EXPECT_EQ(8 * MiB, released);
+	EXPECT_EQ(syncs + 1, rt_counts(&rt).calls[CDD_STREAM_SYNC]);
+	ASSERT_EQ(0, gp_dev_free(ctx, b, s));
+	ASSERT_EQ(0, gp_dev_trim(ctx, -1, NULL));
+	EXPECT_EQ(syncs + 2, rt_counts(&rt).calls[CDD_STREAM_SYNC]);
+	EXPECT_EQ(0, stats(ctx).mapped);
+	gp_close(ctx);
+	EXPECT_EQ(0, rt_counts(&rt).handles);
+	EXPECT_TRUE(rt_clean(&rt)) TH_LOG("%s", rt.last_violation());
+	rt.StreamDestroy(s);
 }
 
 TEST(refused_creation_trims_retries_then_enomem)
