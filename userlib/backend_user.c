@@ -15,15 +15,19 @@
  *  - Pinning and faulting in, after mbind: mlock2(MLOCK_ONFAULT) first, where
  *    the kernel checks RLIMIT_MEMLOCK for the whole segment before any page
  *    exists (an over-limit request fails at once, with a message saying how
- *    to raise it), then the pages are faulted in, each locked as it comes:
- *    by MADV_POPULATE_WRITE (Linux 5.14), or by touching a byte a page
- *    before that, from several threads for a large segment (a slice each;
- *    GPUPOOL_POPULATE_THREADS, default the CPUs this process may run on).
- *    A shmem page is faulted 4 KiB at a time unless shmem THP is allowed
- *    (/sys/kernel/mm/transparent_hugepage/shmem_enabled advise, within_size
- *    or always: MADV_HUGEPAGE above then gets 2 MiB pages), so threads are
- *    what makes a large segment fast.  Hugetlb segments (and kernels
- *    without mlock2) are faulted by a plain mlock(), as before.
+ *    to raise it), then the pages are made, each locked as it is mapped.
+ *    With shmem THP off (Debian's default), zeros are written into the
+ *    memfd (pwritev: the file allocates its pages without a page fault each,
+ *    on the node mbind asked for: the policy is the file's) and
+ *    MADV_POPULATE_READ maps them, 16 pages a fault (fault-around; the
+ *    mapping is writable at once, shmem keeps no dirty accounting).  With
+ *    shmem THP allowed (/sys/kernel/mm/transparent_hugepage/shmem_enabled
+ *    advise, within_size or always), MADV_POPULATE_WRITE faults in the
+ *    2 MiB pages MADV_HUGEPAGE above asks for.  Kernels before 5.14 (no
+ *    MADV_POPULATE_*) touch a byte a page instead.  A large segment is
+ *    done by several threads, a piece at a time (GPUPOOL_POPULATE_THREADS,
+ *    default the CPUs this process may run on).  Hugetlb segments (and
+ *    kernels without mlock2) are faulted by a plain mlock(), as before.
  *  - mlock() is called through syscall(): AddressSanitizer's interceptor
  *    turns mlock() into a no-op, which would hide the limit from the tests.
  *  - Descriptors of segments that are not shared are closed right after
@@ -41,6 +45,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -51,12 +56,16 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE	23
 #endif
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ	22
+#endif
 #ifndef MLOCK_ONFAULT
 #define MLOCK_ONFAULT	0x01
 #endif
 
 /* A population thread is worth its start for this much at least. */
 #define GP_POPULATE_MIN	(16ull << 20)
+#define GP_POPULATE_MAX_THREADS	256
 
 /* A node list for a message: as much as fits, "..." where it was cut. */
 static void gp_copy_list(char *dst, size_t len, const char *src)
@@ -170,6 +179,50 @@ static unsigned int gp_populate_threads_default(void)
 	return n >= 1 ? (unsigned int)n : 1;
 }
 
+/* The bracketed word of a THP setting file into word ("" when unread). */
+static void gp_thp_word(const char *path, char *word, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char buf[256], *l, *r;
+	ssize_t n = -1;
+
+	word[0] = 0;
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	l = strchr(buf, '[');
+	r = l ? strchr(l, ']') : NULL;
+	if (r && (size_t)(r - l) <= len) {
+		memcpy(word, l + 1, (size_t)(r - l - 1));
+		word[r - l - 1] = 0;
+	}
+}
+
+/* Whether a shmem mapping with MADV_HUGEPAGE gets 2 MiB pages: shmem_enabled
+ * (or, on kernels with per-size settings, the 2 MiB one when it does not
+ * inherit) is advise, within_size, always or force.
+ */
+static bool gp_shmem_thp_allowed(void)
+{
+	static const char *const yes[] = { "advise", "within_size", "always", "force" };
+	char w[32];
+	unsigned int i;
+
+	gp_thp_word("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/shmem_enabled",
+		    w, sizeof(w));
+	if (!w[0] || !strcmp(w, "inherit"))
+		gp_thp_word("/sys/kernel/mm/transparent_hugepage/shmem_enabled",
+			    w, sizeof(w));
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!strcmp(w, yes[i]))
+			return true;
+	return false;
+}
+
 static int gp_user_open(struct gp_ctx *ctx)
 {
 	char nodes[256];
@@ -193,6 +246,8 @@ static int gp_user_open(struct gp_ctx *ctx)
 					 UINT64_MAX : rl.rlim_cur;
 	ctx->hugetlb_ok = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES);
 	ctx->populate_threads = gp_populate_threads_default();
+	ctx->shmem_thp = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES) &&
+			 gp_shmem_thp_allowed();
 	return 0;
 }
 
@@ -248,86 +303,135 @@ static int gp_mlock(void *addr, uint64_t size)
 	return (int)syscall(SYS_mlock, addr, (size_t)size);
 }
 
-/* One slice of a segment to fault in. */
-struct gp_slice {
+/*
+ * Filling a segment: pieces of GP_FILL_PIECE bytes (whole huge pages),
+ * taken in order by the threads of gp_populate() from a shared counter.
+ * With shmem THP off, a piece is written first (pwritev of zeros into the
+ * memfd: the pages are allocated by the file, without a page fault each),
+ * then mapped by MADV_POPULATE_READ, whose read faults map up to 16 pages
+ * each (fault-around), writable (shmem keeps no dirty accounting) and
+ * locked (VM_LOCKONFAULT).  With shmem THP allowed, MADV_POPULATE_WRITE
+ * faults in 2 MiB pages (a write() would allocate small ones: only a
+ * mapping with MADV_HUGEPAGE gets huge pages under "advise").  The writes
+ * take the file's lock one at a time; the mapping of one piece overlaps
+ * the writing of the next.
+ */
+#define GP_FILL_PIECE	(4ull << 20)
+#define GP_ZERO_LEN	(64u << 10)
+
+static char gp_zero[GP_ZERO_LEN];	/* never written: the source of zeros */
+
+struct gp_fill {
 	char *addr;
 	uint64_t size;
+	int fd;
+	bool write_first;	/* pwritev, then MADV_POPULATE_READ */
 	long page;
-	int err;		/* errno, 0 when it is all in */
-	bool started;		/* by a thread of its own */
-	pthread_t thread;
+	uint64_t next;		/* the next piece's offset (atomic) */
+	int err;		/* the first errno (atomic), 0 when all is in */
 };
 
-static void *gp_populate_slice(void *arg)
+/* Write zeros into [off, off + len) of the file; 0 or an errno value. */
+static int gp_fill_write(const struct gp_fill *f, uint64_t off, uint64_t len)
 {
-	struct gp_slice *s = arg;
-	volatile char *p = (volatile char *)s->addr;
-	uint64_t i;
+	struct iovec iov[GP_FILL_PIECE / GP_ZERO_LEN];
+	unsigned int n;
+	ssize_t w;
 
-	s->err = 0;
-	if (!madvise(s->addr, s->size, MADV_POPULATE_WRITE))
-		return NULL;
-	if (errno != EINVAL) {
-		s->err = errno;
-		return NULL;
+	while (len) {
+		for (n = 0; n < GP_FILL_PIECE / GP_ZERO_LEN &&
+			    (uint64_t)n * GP_ZERO_LEN < len; n++) {
+			iov[n].iov_base = gp_zero;
+			iov[n].iov_len = len - (uint64_t)n * GP_ZERO_LEN < GP_ZERO_LEN ?
+					 len - (uint64_t)n * GP_ZERO_LEN : GP_ZERO_LEN;
+		}
+		w = pwritev(f->fd, iov, (int)n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w ? errno : ENOSPC;
+		off += (uint64_t)w;
+		len -= (uint64_t)w;
 	}
-	/* A kernel before MADV_POPULATE_WRITE: a write fault per page (a
-	 * fresh memfd's pages read zero, and stay zero).
+	return 0;
+}
+
+/* Fault in one piece; 0 or an errno value. */
+static int gp_fill_piece(const struct gp_fill *f, uint64_t off, uint64_t len)
+{
+	volatile char *p = (volatile char *)f->addr + off;
+	uint64_t i;
+	int e;
+
+	if (f->write_first) {
+		e = gp_fill_write(f, off, len);
+		if (e)
+			return e;
+	}
+	if (!madvise(f->addr + off, len, f->write_first ? MADV_POPULATE_READ :
+		     MADV_POPULATE_WRITE))
+		return 0;
+	if (errno != EINVAL)
+		return errno;
+	/* A kernel before MADV_POPULATE_*: a fault per page (a fresh
+	 * memfd's pages read zero, and stay zero).
 	 */
-	for (i = 0; i < s->size; i += (uint64_t)s->page)
-		p[i] = 0;
+	for (i = 0; i < len; i += (uint64_t)f->page) {
+		if (f->write_first)
+			(void)p[i];
+		else
+			p[i] = 0;
+	}
+	return 0;
+}
+
+static void *gp_fill_worker(void *arg)
+{
+	struct gp_fill *f = arg;
+	uint64_t off;
+	int e, none = 0;
+
+	while ((off = __atomic_fetch_add(&f->next, GP_FILL_PIECE,
+					 __ATOMIC_RELAXED)) < f->size) {
+		if (__atomic_load_n(&f->err, __ATOMIC_RELAXED))
+			break;
+		e = gp_fill_piece(f, off, f->size - off < GP_FILL_PIECE ?
+				  f->size - off : GP_FILL_PIECE);
+		if (e)
+			__atomic_compare_exchange_n(&f->err, &none, e, false,
+						    __ATOMIC_RELAXED,
+						    __ATOMIC_RELAXED);
+	}
 	return NULL;
 }
 
 /*
- * Fault in [addr, addr + size) from up to ctx->populate_threads threads,
- * slices cut at 2 MiB boundaries (huge pages stay whole).  0 or an errno
- * value.
+ * Fault in [addr, addr + size), the whole of memfd fd mapped from offset
+ * 0, from up to ctx->populate_threads threads (one per GP_POPULATE_MIN
+ * bytes).  0 or an errno value.
  */
-static int gp_populate(struct gp_ctx *ctx, void *addr, uint64_t size)
+static int gp_populate(struct gp_ctx *ctx, void *addr, uint64_t size, int fd)
 {
-	uint64_t per, off = 0, n = ctx->populate_threads;
-	struct gp_slice one, *s = &one;
-	unsigned int i;
-	int err = 0;
+	struct gp_fill f = {
+		.addr = addr, .size = size, .fd = fd,
+		.write_first = !ctx->shmem_thp, .page = (long)ctx->page_size,
+	};
+	uint64_t n = ctx->populate_threads;
+	pthread_t th[GP_POPULATE_MAX_THREADS];
+	unsigned int i, started = 0;
 
 	if (n > size / GP_POPULATE_MIN)
 		n = size / GP_POPULATE_MIN;
-	if (n < 2) {
-		one.addr = addr;
-		one.size = size;
-		one.page = (long)ctx->page_size;
-		gp_populate_slice(&one);
-		return one.err;
-	}
-	s = calloc(n, sizeof(*s));
-	if (!s)
-		return ENOMEM;
-	per = (size / n + GP_HUGE_PAGE - 1) & ~(GP_HUGE_PAGE - 1);
-	for (i = 0; i < n && off < size; i++) {
-		s[i].addr = (char *)addr + off;
-		s[i].size = size - off < per ? size - off : per;
-		s[i].page = (long)ctx->page_size;
-		off += s[i].size;
-		/* Slice 0 is this thread's; a thread that cannot start
-		 * leaves its slice to this thread too.
-		 */
-		if (i)
-			s[i].started = !pthread_create(&s[i].thread, NULL,
-						       gp_populate_slice, &s[i]);
-	}
-	n = i;
-	gp_populate_slice(&s[0]);
-	for (i = 1; i < n; i++) {
-		if (s[i].started)
-			pthread_join(s[i].thread, NULL);
-		else
-			gp_populate_slice(&s[i]);
-	}
-	for (i = 0; i < n && !err; i++)
-		err = s[i].err;
-	free(s);
-	return err;
+	if (n > GP_POPULATE_MAX_THREADS)
+		n = GP_POPULATE_MAX_THREADS;
+	/* A thread that cannot start leaves its pieces to the others. */
+	for (i = 1; i < n; i++)
+		if (!pthread_create(&th[started], NULL, gp_fill_worker, &f))
+			started++;
+	gp_fill_worker(&f);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	return f.err;
 }
 
 /*
@@ -335,7 +439,8 @@ static int gp_populate(struct gp_ctx *ctx, void *addr, uint64_t size)
  * (RLIMIT_MEMLOCK checked for the whole size, nothing faulted yet), then
  * gp_populate().  1 when the kernel has no mlock2 (the caller mlocks).
  */
-static int gp_lock_populate(struct gp_ctx *ctx, void *addr, uint64_t size)
+static int gp_lock_populate(struct gp_ctx *ctx, void *addr, uint64_t size,
+			    int fd)
 {
 	int e;
 
@@ -347,7 +452,7 @@ static int gp_lock_populate(struct gp_ctx *ctx, void *addr, uint64_t size)
 		       gp_memlock_error(ctx, e, size) :
 		       gp_err(ctx, -e, "mlock2: %s", strerror(e));
 	}
-	e = gp_populate(ctx, addr, size);
+	e = gp_populate(ctx, addr, size, fd);
 	if (e)
 		return gp_err(ctx, -ENOMEM, "faulting in %llu bytes: %s",
 			      (unsigned long long)size, strerror(e));
@@ -396,7 +501,7 @@ retry:
 	ret = gp_user_bind(ctx, addr, size);
 	if (ret)
 		goto out_unmap;
-	ret = huge ? 1 : gp_lock_populate(ctx, addr, size);
+	ret = huge ? 1 : gp_lock_populate(ctx, addr, size, fd);
 	if (ret < 0)
 		goto out_unmap;
 	if (ret && gp_mlock(addr, size)) {

@@ -133,6 +133,7 @@ struct gp_ctx {
 	uint64_t page_size;
 	bool hugetlb_ok;		/* MFD_HUGETLB worked or not tried yet */
 	unsigned int populate_threads;	/* user backend: faulting in a segment */
+	bool shmem_thp;			/* user backend: shmem THP allowed */
 	char why[192];			/* for gp_info */
 
 	/* Kernel backend. */
