@@ -161,21 +161,73 @@ static bool gp_node_allowed(int node, char *list, size_t len)
 	return node < bits && ((mask[node / GP_LONG_BITS] >> (node % GP_LONG_BITS)) & 1);
 }
 
-/* GPUPOOL_POPULATE_THREADS, else the CPUs this process may run on. */
-static unsigned int gp_populate_threads_default(void)
+/* GPUPOOL_POPULATE_THREADS (then *set), else the CPUs this process may
+ * run on.
+ */
+static unsigned int gp_populate_threads_default(bool *set)
 {
 	const char *v = getenv("GPUPOOL_POPULATE_THREADS");
-	cpu_set_t set;
+	cpu_set_t cpus;
 	long n;
 
+	*set = false;
 	if (v && *v) {
 		n = strtol(v, NULL, 10);
-		if (n >= 1)
-			return n < 256 ? (unsigned int)n : 256;
+		if (n >= 1) {
+			*set = true;
+			return n < GP_POPULATE_MAX_THREADS ? (unsigned int)n :
+			       GP_POPULATE_MAX_THREADS;
+		}
 	}
-	if (sched_getaffinity(0, sizeof(set), &set))
+	if (sched_getaffinity(0, sizeof(cpus), &cpus))
 		return 1;
-	n = CPU_COUNT(&set);
+	n = CPU_COUNT(&cpus);
+	if (n > GP_POPULATE_MAX_THREADS)
+		n = GP_POPULATE_MAX_THREADS;
+	return n >= 1 ? (unsigned int)n : 1;
+}
+
+/* Tasks running or runnable now, this one included (/proc/loadavg's
+ * fourth field, "R/T"); 0 when it cannot be read.
+ */
+static long gp_tasks_running(void)
+{
+	int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	char buf[128], *p;
+	ssize_t n = -1;
+
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strchr(buf, '/');
+	while (p && p > buf && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return p ? strtol(p, NULL, 10) : 0;
+}
+
+/*
+ * Threads to fault in a new segment of size bytes: one per GP_POPULATE_MIN
+ * bytes at most, and GPUPOOL_POPULATE_THREADS or the CPUs this process
+ * may use.  Without GPUPOOL_POPULATE_THREADS, only as many as there are
+ * CPUs nobody else wants now: a thread that must wait for a CPU only adds
+ * its start and its hand-over to the work.
+ */
+static unsigned int gp_populate_threads(struct gp_ctx *ctx, uint64_t size)
+{
+	uint64_t n = ctx->populate_threads;
+	long busy;
+
+	if (n > size / GP_POPULATE_MIN)
+		n = size / GP_POPULATE_MIN;
+	if (n >= 2 && !ctx->populate_threads_set) {
+		busy = gp_tasks_running() - 1;	/* others than this one */
+		if (busy > 0)
+			n = (uint64_t)busy >= n ? 1 : n - (uint64_t)busy;
+	}
 	return n >= 1 ? (unsigned int)n : 1;
 }
 
@@ -245,7 +297,7 @@ static int gp_user_open(struct gp_ctx *ctx)
 		ctx->hst.memlock_limit = rl.rlim_cur == RLIM_INFINITY ?
 					 UINT64_MAX : rl.rlim_cur;
 	ctx->hugetlb_ok = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES);
-	ctx->populate_threads = gp_populate_threads_default();
+	ctx->populate_threads = gp_populate_threads_default(&ctx->populate_threads_set);
 	ctx->shmem_thp = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES) &&
 			 gp_shmem_thp_allowed();
 	return 0;
@@ -324,15 +376,17 @@ static char gp_zero[GP_ZERO_LEN];	/* never written: the source of zeros */
 struct gp_fill {
 	char *addr;
 	uint64_t size;
-	int fd;
+	const int *fds;		/* part i: fds[i], at addr + i * part */
+	unsigned int parts;
+	uint64_t part;
 	bool write_first;	/* pwritev, then MADV_POPULATE_READ */
 	long page;
-	uint64_t next;		/* the next piece's offset (atomic) */
+	uint64_t next[GP_POPULATE_MAX_THREADS];	/* per part: its next piece (atomic) */
 	int err;		/* the first errno (atomic), 0 when all is in */
 };
 
-/* Write zeros into [off, off + len) of the file; 0 or an errno value. */
-static int gp_fill_write(const struct gp_fill *f, uint64_t off, uint64_t len)
+/* Write zeros into [off, off + len) of file fd; 0 or an errno value. */
+static int gp_fill_write(int fd, uint64_t off, uint64_t len)
 {
 	struct iovec iov[GP_FILL_PIECE / GP_ZERO_LEN];
 	unsigned int n;
@@ -345,7 +399,7 @@ static int gp_fill_write(const struct gp_fill *f, uint64_t off, uint64_t len)
 			iov[n].iov_len = len - (uint64_t)n * GP_ZERO_LEN < GP_ZERO_LEN ?
 					 len - (uint64_t)n * GP_ZERO_LEN : GP_ZERO_LEN;
 		}
-		w = pwritev(f->fd, iov, (int)n, (off_t)off);
+		w = pwritev(fd, iov, (int)n, (off_t)off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -356,19 +410,21 @@ static int gp_fill_write(const struct gp_fill *f, uint64_t off, uint64_t len)
 	return 0;
 }
 
-/* Fault in one piece; 0 or an errno value. */
-static int gp_fill_piece(const struct gp_fill *f, uint64_t off, uint64_t len)
+/* Fault in len bytes at off in part p; 0 or an errno value. */
+static int gp_fill_piece(const struct gp_fill *f, unsigned int p, uint64_t off,
+			 uint64_t len)
 {
-	volatile char *p = (volatile char *)f->addr + off;
+	char *addr = f->addr + p * f->part + off;
+	volatile char *v = (volatile char *)addr;
 	uint64_t i;
 	int e;
 
 	if (f->write_first) {
-		e = gp_fill_write(f, off, len);
+		e = gp_fill_write(f->fds[p], off, len);
 		if (e)
 			return e;
 	}
-	if (!madvise(f->addr + off, len, f->write_first ? MADV_POPULATE_READ :
+	if (!madvise(addr, len, f->write_first ? MADV_POPULATE_READ :
 		     MADV_POPULATE_WRITE))
 		return 0;
 	if (errno != EINVAL)
@@ -378,69 +434,101 @@ static int gp_fill_piece(const struct gp_fill *f, uint64_t off, uint64_t len)
 	 */
 	for (i = 0; i < len; i += (uint64_t)f->page) {
 		if (f->write_first)
-			(void)p[i];
+			(void)v[i];
 		else
-			p[i] = 0;
+			v[i] = 0;
 	}
 	return 0;
 }
 
+struct gp_filler {
+	struct gp_fill *f;
+	unsigned int first;	/* the part this thread starts with */
+};
+
+/* A thread's work: the pieces of its own part, then what is left of the
+ * others (a thread that could not start, or started late, leaves its part
+ * to the rest).
+ */
 static void *gp_fill_worker(void *arg)
 {
-	struct gp_fill *f = arg;
-	uint64_t off;
+	struct gp_filler *w = arg;
+	struct gp_fill *f = w->f;
+	unsigned int j, p;
+	uint64_t off, len;
 	int e, none = 0;
 
-	while ((off = __atomic_fetch_add(&f->next, GP_FILL_PIECE,
-					 __ATOMIC_RELAXED)) < f->size) {
-		if (__atomic_load_n(&f->err, __ATOMIC_RELAXED))
-			break;
-		e = gp_fill_piece(f, off, f->size - off < GP_FILL_PIECE ?
-				  f->size - off : GP_FILL_PIECE);
-		if (e)
-			__atomic_compare_exchange_n(&f->err, &none, e, false,
-						    __ATOMIC_RELAXED,
-						    __ATOMIC_RELAXED);
+	for (j = 0; j < f->parts; j++) {
+		p = (w->first + j) % f->parts;
+		len = p == f->parts - 1 ? f->size - p * f->part : f->part;
+		while ((off = __atomic_fetch_add(&f->next[p], GP_FILL_PIECE,
+						 __ATOMIC_RELAXED)) < len) {
+			if (__atomic_load_n(&f->err, __ATOMIC_RELAXED))
+				return NULL;
+			e = gp_fill_piece(f, p, off, len - off < GP_FILL_PIECE ?
+					  len - off : GP_FILL_PIECE);
+			if (e)
+				__atomic_compare_exchange_n(&f->err, &none, e,
+							    false,
+							    __ATOMIC_RELAXED,
+							    __ATOMIC_RELAXED);
+		}
 	}
 	return NULL;
 }
 
 /*
- * Fault in [addr, addr + size), the whole of memfd fd mapped from offset
- * 0, from up to ctx->populate_threads threads (one per GP_POPULATE_MIN
- * bytes).  0 or an errno value.
+ * Fault in [addr, addr + size), made of `parts` memfds (fds[i] mapped from
+ * its offset 0 at addr + i * part), from `threads` threads (this one
+ * included), thread i starting with part i % parts.  0 or an errno value.
  */
-static int gp_populate(struct gp_ctx *ctx, void *addr, uint64_t size, int fd)
+static int gp_populate(struct gp_ctx *ctx, void *addr, uint64_t size,
+		       const int *fds, unsigned int parts, uint64_t part,
+		       unsigned int threads)
 {
-	struct gp_fill f = {
-		.addr = addr, .size = size, .fd = fd,
-		.write_first = !ctx->shmem_thp, .page = (long)ctx->page_size,
-	};
-	uint64_t n = ctx->populate_threads;
+	struct gp_filler w[GP_POPULATE_MAX_THREADS];
 	pthread_t th[GP_POPULATE_MAX_THREADS];
-	unsigned int i, started = 0;
+	struct gp_fill *f;
+	unsigned int i, started;
+	int err;
 
-	if (n > size / GP_POPULATE_MIN)
-		n = size / GP_POPULATE_MIN;
-	if (n > GP_POPULATE_MAX_THREADS)
-		n = GP_POPULATE_MAX_THREADS;
-	/* A thread that cannot start leaves its pieces to the others. */
-	for (i = 1; i < n; i++)
-		if (!pthread_create(&th[started], NULL, gp_fill_worker, &f))
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return ENOMEM;
+	f->addr = addr;
+	f->size = size;
+	f->fds = fds;
+	f->parts = parts;
+	f->part = part;
+	/* One file: its writes would take turns on its lock. */
+	f->write_first = !ctx->shmem_thp;
+	if (f->write_first && parts == 1)
+		threads = 1;
+	f->page = (long)ctx->page_size;
+	for (i = 0; i < threads; i++) {
+		w[i].f = f;
+		w[i].first = i % parts;
+	}
+	for (i = 1, started = 0; i < threads; i++)
+		if (!pthread_create(&th[started], NULL, gp_fill_worker, &w[i]))
 			started++;
-	gp_fill_worker(&f);
+	gp_fill_worker(&w[0]);
 	for (i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
-	return f.err;
+	err = f->err;
+	free(f);
+	return err;
 }
 
 /*
- * Pin and fault in a fresh mapping of normal pages: mlock2(MLOCK_ONFAULT)
- * (RLIMIT_MEMLOCK checked for the whole size, nothing faulted yet), then
- * gp_populate().  1 when the kernel has no mlock2 (the caller mlocks).
+ * Pin and fault in a fresh mapping of normal pages, made of `parts`
+ * memfds (see gp_populate()): mlock2(MLOCK_ONFAULT) (RLIMIT_MEMLOCK
+ * checked for the whole size, nothing faulted yet), then gp_populate().
+ * 1 when the kernel has no mlock2 (the caller mlocks).
  */
 static int gp_lock_populate(struct gp_ctx *ctx, void *addr, uint64_t size,
-			    int fd)
+			    const int *fds, unsigned int parts, uint64_t part,
+			    unsigned int threads)
 {
 	int e;
 
@@ -452,21 +540,103 @@ static int gp_lock_populate(struct gp_ctx *ctx, void *addr, uint64_t size,
 		       gp_memlock_error(ctx, e, size) :
 		       gp_err(ctx, -e, "mlock2: %s", strerror(e));
 	}
-	e = gp_populate(ctx, addr, size, fd);
+	e = gp_populate(ctx, addr, size, fds, parts, part, threads);
 	if (e)
 		return gp_err(ctx, -ENOMEM, "faulting in %llu bytes: %s",
 			      (unsigned long long)size, strerror(e));
 	return 0;
 }
 
+/* The parts of a segment of size bytes for n threads: the size of each but
+ * the last, whole fill pieces.
+ */
+static uint64_t gp_part_size(uint64_t size, unsigned int n)
+{
+	uint64_t per = (size + n - 1) / n;
+
+	return (per + GP_FILL_PIECE - 1) & ~(GP_FILL_PIECE - 1);
+}
+
+/*
+ * A pool segment of normal pages for several threads: a memfd per thread,
+ * mapped side by side in a range reserved first, so that each thread
+ * writes a file of its own (a file's writes take turns on its lock) and
+ * unmapping frees the files in parallel too (see gp_user_unmap()).  Never
+ * exported, so no descriptor is kept.
+ */
+static int gp_user_map_parts(struct gp_ctx *ctx, struct gp_seg *seg,
+			     uint64_t size, unsigned int threads)
+{
+	uint64_t part = gp_part_size(size, threads), off, len;
+	unsigned int parts = (unsigned int)((size + part - 1) / part), i, nfd = 0;
+	int fds[GP_POPULATE_MAX_THREADS];
+	char *base;
+	int e, ret;
+
+	base = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		    MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return gp_err(ctx, -errno, "reserving %llu bytes: %s",
+			      (unsigned long long)size, strerror(errno));
+	for (i = 0, off = 0; i < parts; i++, off += part) {
+		len = size - off < part ? size - off : part;
+		fds[i] = memfd_create("gpupool", MFD_CLOEXEC);
+		if (fds[i] < 0) {
+			e = errno;
+			goto fail;
+		}
+		nfd++;
+		if (ftruncate(fds[i], (off_t)len) ||
+		    mmap(base + off, len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, fds[i], 0) == MAP_FAILED) {
+			e = errno;
+			goto fail;
+		}
+	}
+	ctx->hst.map_calls++;
+	if (!(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
+		madvise(base, size, MADV_HUGEPAGE);	/* transparent ones */
+	ret = gp_user_bind(ctx, base, size);
+	if (!ret)
+		ret = gp_lock_populate(ctx, base, size, fds, parts, part, threads);
+	if (ret > 0 && gp_mlock(base, size))
+		ret = gp_memlock_error(ctx, errno, size);
+	for (i = 0; i < nfd; i++)
+		close(fds[i]);
+	if (ret < 0) {
+		munmap(base, size);
+		ctx->hst.unmap_calls++;
+		return ret;
+	}
+	seg->addr = (uint64_t)(uintptr_t)base;
+	seg->size = size;
+	seg->huge = false;
+	seg->locked = true;
+	seg->fd = -1;
+	seg->parts = (uint16_t)parts;
+	seg->part_size = part;
+	return 0;
+
+fail:
+	while (nfd)
+		close(fds[--nfd]);
+	munmap(base, size);
+	return gp_err(ctx, -e, "mapping %llu bytes of memfd: %s",
+		      (unsigned long long)size, strerror(e));
+}
+
 static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 		       bool keep_fd)
 {
 	bool huge = ctx->hugetlb_ok && size % GP_HUGE_PAGE == 0;
+	unsigned int threads;
 	void *addr;
 	int fd = -1, e, ret;
 
 retry:
+	threads = huge ? 1 : gp_populate_threads(ctx, size);
+	if (threads > 1 && !keep_fd)
+		return gp_user_map_parts(ctx, seg, size, threads);
 	addr = MAP_FAILED;
 	for (;;) {
 		unsigned int mfd = MFD_CLOEXEC | MFD_ALLOW_SEALING;
@@ -489,6 +659,7 @@ retry:
 			 strerror(e));
 		ctx->hugetlb_ok = false;
 		huge = false;
+		goto retry;
 	}
 	ctx->hst.map_calls++;
 	/* The size can never change under a mapping (an importer could
@@ -501,7 +672,8 @@ retry:
 	ret = gp_user_bind(ctx, addr, size);
 	if (ret)
 		goto out_unmap;
-	ret = huge ? 1 : gp_lock_populate(ctx, addr, size, fd);
+	ret = huge ? 1 : gp_lock_populate(ctx, addr, size, &fd, 1, size,
+						 threads);
 	if (ret < 0)
 		goto out_unmap;
 	if (ret && gp_mlock(addr, size)) {
@@ -546,9 +718,54 @@ out_unmap:
 	return ret;
 }
 
+/* One part of a segment to unmap, by a thread of its own. */
+struct gp_unmapper {
+	char *addr;
+	uint64_t size;
+	pthread_t thread;
+	bool started;
+};
+
+static void *gp_unmap_part(void *arg)
+{
+	struct gp_unmapper *u = arg;
+
+	munmap(u->addr, u->size);
+	return NULL;
+}
+
+/*
+ * A segment of several memfds (gp_user_map_parts()): a thread a part, as
+ * it was made, each freeing its file's pages (the last reference to a
+ * file goes with its mapping, and its pages with it).
+ */
+static void gp_user_unmap_parts(struct gp_seg *seg)
+{
+	struct gp_unmapper u[GP_POPULATE_MAX_THREADS];
+	uint64_t off = 0;
+	unsigned int i;
+
+	for (i = 0; i < seg->parts; i++, off += seg->part_size) {
+		u[i].addr = (char *)(uintptr_t)seg->addr + off;
+		u[i].size = seg->size - off < seg->part_size ?
+			    seg->size - off : seg->part_size;
+		u[i].started = i && !pthread_create(&u[i].thread, NULL,
+						    gp_unmap_part, &u[i]);
+	}
+	for (i = 0; i < seg->parts; i++)
+		if (!u[i].started)
+			gp_unmap_part(&u[i]);
+	for (i = 1; i < seg->parts; i++)
+		if (u[i].started)
+			pthread_join(u[i].thread, NULL);
+}
+
 static void gp_user_unmap(struct gp_ctx *ctx, struct gp_seg *seg)
 {
-	munmap((void *)(uintptr_t)seg->addr, seg->size);
+	if (seg->parts > 1)
+		gp_user_unmap_parts(seg);
+	else
+		munmap((void *)(uintptr_t)seg->addr, seg->size);
 	ctx->hst.unmap_calls++;
 	if (seg->fd >= 0)
 		close(seg->fd);
