@@ -6,12 +6,14 @@
  * dataset loaded into pinned memory, then fork-started loader workers).
  * The parent's buffers stay registered with CUDA after the child is gone.
  * Segments faulted in by one thread or by several (GPUPOOL_POPULATE_THREADS)
- * hold the same bytes; with shmem THP allowed (shmem_enabled advise,
+ * hold the same bytes, and a new segment is mapped and locked in full
+ * (smaps' Locked:) before the allocation returns; with shmem THP allowed (shmem_enabled advise,
  * within_size or always) a large user-backend segment is made of huge pages
  * (ShmemHugePages / FileHugePages in /proc/meminfo).
  */
 #include "helpers.h"	/* first: it defines _GNU_SOURCE */
 
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/wait.h>
 
@@ -84,6 +86,68 @@ TEST(child_shares_buffers_one_thread)
 TEST(child_shares_buffers_many_threads)
 {
 	fork_round(_metadata, "5");
+}
+
+/* The "Locked:" kB of the mappings in [p, p + n), from /proc/self/smaps
+ * (pages mapped in a locked mapping: a page that is only in the file, or
+ * mapped unlocked, does not count); -1 when unreadable.
+ */
+static long locked_kb(void *p, size_t n)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	unsigned long lo, hi, a = (unsigned long)(uintptr_t)p;
+	char line[256];
+	long v, sum = -1;
+	int in = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = lo >= a && hi <= a + n;
+		else if (in && sscanf(line, "Locked: %ld", &v) == 1)
+			sum = (sum < 0 ? 0 : sum) + v;
+	}
+	fclose(f);
+	return sum;
+}
+
+/* A new user-backend segment, made by one thread or by several (a file
+ * each), is locked and resident in full before the allocation returns,
+ * and reads zero.
+ */
+static void locked_round(struct __test_metadata *_metadata, const char *threads)
+{
+	const size_t size = 80u << 20;
+	struct gp_ctx *ctx;
+	long locked;
+	size_t i;
+	char *p;
+
+	setenv("GPUPOOL_POPULATE_THREADS", threads, 1);
+	OPEN(NULL, &ctx);
+	if (!on_user_backend(ctx)) {
+		gp_close(ctx);
+		SKIP(return, "needs the user backend");
+	}
+	ASSERT_EQ(0, gp_host_alloc(ctx, size, 0, (void **)&p)) TH_LOG("%s", gp_last_error(ctx));
+	locked = locked_kb(p, size);
+	ASSERT_LE((long)(size >> 10), locked)
+		TH_LOG("%ld kB of a %zu kB buffer mapped and locked", locked, size >> 10);
+	for (i = 0; i < size; i += 4096)
+		ASSERT_EQ(0, p[i]) TH_LOG("byte %zu of a new buffer is not zero", i);
+	ASSERT_EQ(0, gp_host_free(ctx, p));
+	gp_close(ctx);
+}
+
+TEST(new_segment_locked_one_thread)
+{
+	locked_round(_metadata, "1");
+}
+
+TEST(new_segment_locked_many_threads)
+{
+	locked_round(_metadata, "3");
 }
 
 /* shmem_enabled's choice: the bracketed word. */
