@@ -142,6 +142,11 @@ for k in $kvers; do
 		--ko "$O/kmod/$k/gpupool.ko" --env GPUPOOL_BACKEND=user \
 		--tests "$O/tests/lib" --filter 'numa' \
 		--build-dir "$O" --quiet || status=1
+	step "libgpupool's user backend with shmem_enabled=advise (huge pages), in the VM on $k"
+	vm "libthp-$k" --kernel "$k" --env GPUPOOL_BACKEND=user \
+		--env GPUPOOL_TEST_SHMEM_THP=advise \
+		--tests "$O/tests/lib" --filter 'host_fork' \
+		--build-dir "$O" --quiet || status=1
 	step "reservation and growth across 6 CPUs, half the memory ZONE_MOVABLE, on $k"
 	vm "smp6-$k" --kernel "$k" --smp 6 \
 		--cmdline-extra "movablecore=50%" \

@@ -7,9 +7,10 @@
  * The parent's buffers stay registered with CUDA after the child is gone.
  * Segments faulted in by one thread or by several (GPUPOOL_POPULATE_THREADS)
  * hold the same bytes, and a new segment is mapped and locked in full
- * (smaps' Locked:) before the allocation returns; with shmem THP allowed (shmem_enabled advise,
- * within_size or always) a large user-backend segment is made of huge pages
- * (ShmemHugePages / FileHugePages in /proc/meminfo).
+ * (smaps' Locked:) before the allocation returns; with shmem THP allowed
+ * (shmem_enabled advise, within_size or always) a large user-backend
+ * segment is made of huge pages (ShmemHugePages / FileHugePages in
+ * /proc/meminfo).
  */
 #include "helpers.h"	/* first: it defines _GNU_SOURCE */
 
@@ -190,17 +191,43 @@ static long meminfo(int hugetlb)
 	return sum;
 }
 
+/* Write word into shmem_enabled; 0 on success. */
+static int set_shmem_thp(const char *word)
+{
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/shmem_enabled", "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fputs(word, f) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+/*
+ * With GPUPOOL_TEST_SHMEM_THP=advise (the VM run of make check: never on a
+ * shared machine), shmem_enabled is set to advise for this test when it is
+ * not allowed already, and set back to never after.
+ */
 TEST(shmem_huge_pages_when_allowed)
 {
+	const char *want = getenv("GPUPOOL_TEST_SHMEM_THP");
 	const size_t size = 64u << 20;
 	struct gp_ctx *ctx;
 	long before, after;
+	int set = 0;
 	void *p;
 
+	if (want && !strcmp(want, "advise") && !shmem_thp_allowed()) {
+		ASSERT_EQ(0, set_shmem_thp("advise"))
+			TH_LOG("GPUPOOL_TEST_SHMEM_THP=advise, but shmem_enabled cannot be written");
+		set = 1;
+	}
 	OPEN(NULL, &ctx);
 	/* Reserved hugetlb pages would serve the segment instead. */
 	if (!on_user_backend(ctx) || !shmem_thp_allowed() || meminfo(1)) {
 		gp_close(ctx);
+		if (set)
+			set_shmem_thp("never");
 		SKIP(return, "needs the user backend, shmem_enabled advise, within_size or always, and no hugetlb pages reserved");
 	}
 	before = meminfo(0);
@@ -213,10 +240,13 @@ TEST(shmem_huge_pages_when_allowed)
 	ASSERT_LE((long)(size >> 10) / 2, after - before)
 		TH_LOG("ShmemHugePages + FileHugePages grew by %ld kB for a %zu kB buffer",
 		       after - before, size >> 10);
+	ASSERT_LE((long)(size >> 10), locked_kb(p, size));
 	fill(p, size, 3);
 	ASSERT_TRUE(check_fill(p, size, 3));
 	ASSERT_EQ(0, gp_host_free(ctx, p));
 	gp_close(ctx);
+	if (set)
+		ASSERT_EQ(0, set_shmem_thp("never"));
 }
 
 TEST_HARNESS_MAIN
