@@ -570,14 +570,22 @@ static int gp_user_map_parts(struct gp_ctx *ctx, struct gp_seg *seg,
 	uint64_t part = gp_part_size(size, threads), off, len;
 	unsigned int parts = (unsigned int)((size + part - 1) / part), i, nfd = 0;
 	int fds[GP_POPULATE_MAX_THREADS];
-	char *base;
+	char *raw, *base;
 	int e, ret;
 
-	base = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-		    MAP_NORESERVE, -1, 0);
-	if (base == MAP_FAILED)
+	/* 2 MiB more, to start at a huge page's boundary (shmem THP maps a
+	 * huge page only where the address and the file offset agree).
+	 */
+	raw = mmap(NULL, size + GP_HUGE_PAGE, PROT_NONE, MAP_PRIVATE |
+		   MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED)
 		return gp_err(ctx, -errno, "reserving %llu bytes: %s",
 			      (unsigned long long)size, strerror(errno));
+	base = (char *)(((uintptr_t)raw + GP_HUGE_PAGE - 1) &
+			~(uintptr_t)(GP_HUGE_PAGE - 1));
+	if (base > raw)
+		munmap(raw, (size_t)(base - raw));
+	munmap(base + size, (size_t)(raw + GP_HUGE_PAGE - base));
 	for (i = 0, off = 0; i < parts; i++, off += part) {
 		len = size - off < part ? size - off : part;
 		fds[i] = memfd_create("gpupool", MFD_CLOEXEC);
