@@ -500,8 +500,10 @@ static int gp_populate(struct gp_ctx *ctx, void *addr, uint64_t size,
 	f->fds = fds;
 	f->parts = parts;
 	f->part = part;
-	/* One file: its writes would take turns on its lock. */
-	f->write_first = !ctx->shmem_thp;
+	/* No file (fds[0] < 0: see gp_user_map_anon()): faults.  One file:
+	 * its writes would take turns on its lock.
+	 */
+	f->write_first = !ctx->shmem_thp && fds[0] >= 0;
 	if (f->write_first && parts == 1)
 		threads = 1;
 	f->page = (long)ctx->page_size;
@@ -633,6 +635,55 @@ fail:
 		      (unsigned long long)size, strerror(e));
 }
 
+/* Whether a file of size bytes is over RLIMIT_FSIZE (ulimit -f): sizing
+ * or writing it would raise SIGXFSZ, which kills by default.
+ */
+static bool gp_over_fsize(uint64_t size)
+{
+	struct rlimit rl;
+
+	return !getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	       rl.rlim_cur < size;
+}
+
+/*
+ * A pool segment under a file size limit smaller than it: shared anonymous
+ * memory (shmem too, shared with a child after fork(), sized by the kernel
+ * without the limit), faulted in page by page.  No descriptor to export.
+ */
+static int gp_user_map_anon(struct gp_ctx *ctx, struct gp_seg *seg,
+			    uint64_t size)
+{
+	int ret, nofd = -1;
+	void *addr;
+
+	addr = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (addr == MAP_FAILED)
+		return gp_err(ctx, -errno, "mapping %llu bytes of shared memory: %s",
+			      (unsigned long long)size, strerror(errno));
+	ctx->hst.map_calls++;
+	if (!(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
+		madvise(addr, size, MADV_HUGEPAGE);
+	ret = gp_user_bind(ctx, addr, size);
+	if (!ret)
+		ret = gp_lock_populate(ctx, addr, size, &nofd, 1, size,
+				       gp_populate_threads(ctx, size));
+	if (ret > 0 && gp_mlock(addr, size))
+		ret = gp_memlock_error(ctx, errno, size);
+	if (ret < 0) {
+		munmap(addr, size);
+		ctx->hst.unmap_calls++;
+		return ret;
+	}
+	seg->addr = (uint64_t)(uintptr_t)addr;
+	seg->size = size;
+	seg->huge = false;
+	seg->locked = true;
+	seg->fd = -1;
+	return 0;
+}
+
 static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 		       bool keep_fd)
 {
@@ -641,6 +692,13 @@ static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 	void *addr;
 	int fd = -1, e, ret;
 
+	if (gp_over_fsize(size)) {
+		if (!keep_fd)
+			return gp_user_map_anon(ctx, seg, size);
+		return gp_err(ctx, -EFBIG,
+			      "a shareable buffer of %llu bytes is a file over this process's file size limit (RLIMIT_FSIZE, ulimit -f)",
+			      (unsigned long long)size);
+	}
 retry:
 	threads = huge ? 1 : gp_populate_threads(ctx, size);
 	if (threads > 1 && !keep_fd)

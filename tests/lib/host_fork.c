@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 /* A small buffer (2 MiB segment), one over a segment of its own, one large
@@ -149,6 +150,40 @@ TEST(new_segment_locked_one_thread)
 TEST(new_segment_locked_many_threads)
 {
 	locked_round(_metadata, "3");
+}
+
+/* Under a file size limit (ulimit -f) smaller than a segment, a new pool
+ * segment is still made, a shareable user-backend buffer over the limit
+ * is refused (-EFBIG), and the process is not killed (SIGXFSZ).
+ */
+TEST(file_size_limit)
+{
+	int status;
+	pid_t pid = fork();
+
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct rlimit rl = { 1u << 20, 1u << 20 };
+		struct gp_ctx *ctx;
+		void *p;
+
+		if (setrlimit(RLIMIT_FSIZE, &rl) || gp_open(NULL, &ctx))
+			_exit(2);
+		if (gp_host_alloc(ctx, 40u << 20, 0, &p) ||
+		    gp_host_alloc(ctx, 1000, 0, &p))
+			_exit(3);
+		/* The kernel backend's buffers are no files. */
+		if (on_user_backend(ctx) &&
+		    gp_host_alloc(ctx, 4u << 20, GP_HOST_SHARED, &p) != -EFBIG)
+			_exit(4);
+		fill(p, 1000, 7);
+		gp_close(ctx);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status))
+		TH_LOG("killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	ASSERT_EQ(0, WEXITSTATUS(status));
 }
 
 /* shmem_enabled's choice: the bracketed word. */
