@@ -560,6 +560,29 @@ static uint64_t gp_part_size(uint64_t size, unsigned int n)
 }
 
 /*
+ * The end of making a pool segment of normal pages without a descriptor
+ * to keep: ret from gp_lock_populate() (1: mlock it here).  On failure the
+ * mapping goes; else seg describes it.
+ */
+static int gp_user_settle(struct gp_ctx *ctx, struct gp_seg *seg, void *addr,
+			  uint64_t size, int ret)
+{
+	if (ret > 0 && gp_mlock(addr, size))
+		ret = gp_memlock_error(ctx, errno, size);
+	if (ret < 0) {
+		munmap(addr, size);
+		ctx->hst.unmap_calls++;
+		return ret;
+	}
+	seg->addr = (uint64_t)(uintptr_t)addr;
+	seg->size = size;
+	seg->huge = false;
+	seg->locked = true;
+	seg->fd = -1;
+	return 0;
+}
+
+/*
  * A pool segment of normal pages for several threads: a memfd per thread,
  * mapped side by side in a range reserved first, so that each thread
  * writes a file of its own (a file's writes take turns on its lock) and
@@ -609,23 +632,14 @@ static int gp_user_map_parts(struct gp_ctx *ctx, struct gp_seg *seg,
 	ret = gp_user_bind(ctx, base, size);
 	if (!ret)
 		ret = gp_lock_populate(ctx, base, size, fds, parts, part, threads);
-	if (ret > 0 && gp_mlock(base, size))
-		ret = gp_memlock_error(ctx, errno, size);
 	for (i = 0; i < nfd; i++)
 		close(fds[i]);
-	if (ret < 0) {
-		munmap(base, size);
-		ctx->hst.unmap_calls++;
-		return ret;
+	ret = gp_user_settle(ctx, seg, base, size, ret);
+	if (!ret) {
+		seg->parts = (uint16_t)parts;
+		seg->part_size = part;
 	}
-	seg->addr = (uint64_t)(uintptr_t)base;
-	seg->size = size;
-	seg->huge = false;
-	seg->locked = true;
-	seg->fd = -1;
-	seg->parts = (uint16_t)parts;
-	seg->part_size = part;
-	return 0;
+	return ret;
 
 fail:
 	while (nfd)
@@ -669,19 +683,7 @@ static int gp_user_map_anon(struct gp_ctx *ctx, struct gp_seg *seg,
 	if (!ret)
 		ret = gp_lock_populate(ctx, addr, size, &nofd, 1, size,
 				       gp_populate_threads(ctx, size));
-	if (ret > 0 && gp_mlock(addr, size))
-		ret = gp_memlock_error(ctx, errno, size);
-	if (ret < 0) {
-		munmap(addr, size);
-		ctx->hst.unmap_calls++;
-		return ret;
-	}
-	seg->addr = (uint64_t)(uintptr_t)addr;
-	seg->size = size;
-	seg->huge = false;
-	seg->locked = true;
-	seg->fd = -1;
-	return 0;
+	return gp_user_settle(ctx, seg, addr, size, ret);
 }
 
 static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
