@@ -32,6 +32,9 @@
  *    turns mlock() into a no-op, which would hide the limit from the tests.
  *  - Descriptors of segments that are not shared are closed right after
  *    mmap: a process may hold many segments, and descriptors are scarce.
+ *  - Under RLIMIT_FSIZE smaller than a segment (sizing or writing a memfd
+ *    past it raises SIGXFSZ), a pool segment is MAP_SHARED | MAP_ANONYMOUS
+ *    (shmem, sized by the kernel) and a shareable one is refused.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
