@@ -24,10 +24,11 @@
  *    shmem THP allowed (/sys/kernel/mm/transparent_hugepage/shmem_enabled
  *    advise, within_size or always), MADV_POPULATE_WRITE faults in the
  *    2 MiB pages MADV_HUGEPAGE above asks for.  Kernels before 5.14 (no
- *    MADV_POPULATE_*) touch a byte a page instead.  A large segment is
- *    done by several threads, a piece at a time (GPUPOOL_POPULATE_THREADS,
- *    default the CPUs this process may run on).  Hugetlb segments (and
- *    kernels without mlock2) are faulted by a plain mlock(), as before.
+ *    MADV_POPULATE_*) touch a byte a page instead.  A large pool segment
+ *    is made by several threads, a memfd each mapped side by side
+ *    (gp_user_map_parts(); GPUPOOL_POPULATE_THREADS, default the CPUs this
+ *    process may run on that nothing else is running on).  Hugetlb segments
+ *    (and kernels without mlock2) are faulted by a plain mlock(), as before.
  *  - mlock() is called through syscall(): AddressSanitizer's interceptor
  *    turns mlock() into a no-op, which would hide the limit from the tests.
  *  - Descriptors of segments that are not shared are closed right after
