@@ -142,6 +142,14 @@ for k in $kvers; do
 		--ko "$O/kmod/$k/gpupool.ko" --env GPUPOOL_BACKEND=user \
 		--tests "$O/tests/lib" --filter 'numa' \
 		--build-dir "$O" --quiet || status=1
+	# threads=2: the huge-page test's 64 MiB segment is two memfds side
+	# by side, which must start at a huge page's boundary
+	step "libgpupool's user backend with shmem_enabled=advise (huge pages), in the VM on $k"
+	vm "libthp-$k" --kernel "$k" --env GPUPOOL_BACKEND=user \
+		--env GPUPOOL_TEST_SHMEM_THP=advise \
+		--env GPUPOOL_POPULATE_THREADS=2 \
+		--tests "$O/tests/lib" --filter 'host_fork' \
+		--build-dir "$O" --quiet || status=1
 	step "reservation and growth across 6 CPUs, half the memory ZONE_MOVABLE, on $k"
 	vm "smp6-$k" --kernel "$k" --smp 6 \
 		--cmdline-extra "movablecore=50%" \

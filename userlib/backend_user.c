@@ -15,19 +15,27 @@
  *  - Pinning and faulting in, after mbind: mlock2(MLOCK_ONFAULT) first, where
  *    the kernel checks RLIMIT_MEMLOCK for the whole segment before any page
  *    exists (an over-limit request fails at once, with a message saying how
- *    to raise it), then the pages are faulted in, each locked as it comes:
- *    by MADV_POPULATE_WRITE (Linux 5.14), or by touching a byte a page
- *    before that, from several threads for a large segment (a slice each;
- *    GPUPOOL_POPULATE_THREADS, default the CPUs this process may run on).
- *    A shmem page is faulted 4 KiB at a time unless shmem THP is allowed
- *    (/sys/kernel/mm/transparent_hugepage/shmem_enabled advise, within_size
- *    or always: MADV_HUGEPAGE above then gets 2 MiB pages), so threads are
- *    what makes a large segment fast.  Hugetlb segments (and kernels
- *    without mlock2) are faulted by a plain mlock(), as before.
+ *    to raise it), then the pages are made, each locked as it is mapped.
+ *    With shmem THP off (Debian's default), zeros are written into the
+ *    memfd (pwritev: the file allocates its pages without a page fault each,
+ *    on the node mbind asked for: the policy is the file's) and
+ *    MADV_POPULATE_READ maps them, 16 pages a fault (fault-around; the
+ *    mapping is writable at once, shmem keeps no dirty accounting).  With
+ *    shmem THP allowed (/sys/kernel/mm/transparent_hugepage/shmem_enabled
+ *    advise, within_size or always), MADV_POPULATE_WRITE faults in the
+ *    2 MiB pages MADV_HUGEPAGE above asks for.  Kernels before 5.14 (no
+ *    MADV_POPULATE_*) touch a byte a page instead.  A large pool segment
+ *    is made by several threads, a memfd each mapped side by side
+ *    (gp_user_map_parts(); GPUPOOL_POPULATE_THREADS, default the CPUs this
+ *    process may run on that nothing else is running on).  Hugetlb segments
+ *    (and kernels without mlock2) are faulted by a plain mlock(), as before.
  *  - mlock() is called through syscall(): AddressSanitizer's interceptor
  *    turns mlock() into a no-op, which would hide the limit from the tests.
  *  - Descriptors of segments that are not shared are closed right after
  *    mmap: a process may hold many segments, and descriptors are scarce.
+ *  - Under RLIMIT_FSIZE smaller than a segment (sizing or writing a memfd
+ *    past it raises SIGXFSZ), a pool segment is MAP_SHARED | MAP_ANONYMOUS
+ *    (shmem, sized by the kernel) and a shareable one is refused.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -41,6 +49,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -51,12 +60,16 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE	23
 #endif
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ	22
+#endif
 #ifndef MLOCK_ONFAULT
 #define MLOCK_ONFAULT	0x01
 #endif
 
 /* A population thread is worth its start for this much at least. */
 #define GP_POPULATE_MIN	(16ull << 20)
+#define GP_POPULATE_MAX_THREADS	256
 
 /* A node list for a message: as much as fits, "..." where it was cut. */
 static void gp_copy_list(char *dst, size_t len, const char *src)
@@ -152,22 +165,118 @@ static bool gp_node_allowed(int node, char *list, size_t len)
 	return node < bits && ((mask[node / GP_LONG_BITS] >> (node % GP_LONG_BITS)) & 1);
 }
 
-/* GPUPOOL_POPULATE_THREADS, else the CPUs this process may run on. */
-static unsigned int gp_populate_threads_default(void)
+/* GPUPOOL_POPULATE_THREADS (then *set), else the CPUs this process may
+ * run on.
+ */
+static unsigned int gp_populate_threads_default(bool *set)
 {
 	const char *v = getenv("GPUPOOL_POPULATE_THREADS");
-	cpu_set_t set;
+	cpu_set_t cpus;
 	long n;
 
+	*set = false;
 	if (v && *v) {
 		n = strtol(v, NULL, 10);
-		if (n >= 1)
-			return n < 256 ? (unsigned int)n : 256;
+		if (n >= 1) {
+			*set = true;
+			return n < GP_POPULATE_MAX_THREADS ? (unsigned int)n :
+			       GP_POPULATE_MAX_THREADS;
+		}
 	}
-	if (sched_getaffinity(0, sizeof(set), &set))
+	if (sched_getaffinity(0, sizeof(cpus), &cpus))
 		return 1;
-	n = CPU_COUNT(&set);
+	n = CPU_COUNT(&cpus);
+	if (n > GP_POPULATE_MAX_THREADS)
+		n = GP_POPULATE_MAX_THREADS;
 	return n >= 1 ? (unsigned int)n : 1;
+}
+
+/* Tasks running or runnable now, this one included (/proc/loadavg's
+ * fourth field, "R/T"); 0 when it cannot be read.
+ */
+static long gp_tasks_running(void)
+{
+	int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	char buf[128], *p;
+	ssize_t n = -1;
+
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strchr(buf, '/');
+	while (p && p > buf && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return p ? strtol(p, NULL, 10) : 0;
+}
+
+/*
+ * Threads to fault in a new segment of size bytes: one per GP_POPULATE_MIN
+ * bytes at most, and GPUPOOL_POPULATE_THREADS or the CPUs this process
+ * may use.  Without GPUPOOL_POPULATE_THREADS, only as many as there are
+ * CPUs nobody else wants now: a thread that must wait for a CPU only adds
+ * its start and its hand-over to the work.
+ */
+static unsigned int gp_populate_threads(struct gp_ctx *ctx, uint64_t size)
+{
+	uint64_t n = ctx->populate_threads;
+	long busy;
+
+	if (n > size / GP_POPULATE_MIN)
+		n = size / GP_POPULATE_MIN;
+	if (n >= 2 && !ctx->populate_threads_set) {
+		busy = gp_tasks_running() - 1;	/* others than this one */
+		if (busy > 0)
+			n = (uint64_t)busy >= n ? 1 : n - (uint64_t)busy;
+	}
+	return n >= 1 ? (unsigned int)n : 1;
+}
+
+/* The bracketed word of a THP setting file into word ("" when unread). */
+static void gp_thp_word(const char *path, char *word, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char buf[256], *l, *r;
+	ssize_t n = -1;
+
+	word[0] = 0;
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	l = strchr(buf, '[');
+	r = l ? strchr(l, ']') : NULL;
+	if (r && (size_t)(r - l) <= len) {
+		memcpy(word, l + 1, (size_t)(r - l - 1));
+		word[r - l - 1] = 0;
+	}
+}
+
+/* Whether a shmem mapping with MADV_HUGEPAGE gets 2 MiB pages: shmem_enabled
+ * (or, on kernels with per-size settings, the 2 MiB one when it does not
+ * inherit) is advise, within_size, always or force.
+ */
+static bool gp_shmem_thp_allowed(void)
+{
+	static const char *const yes[] = { "advise", "within_size", "always", "force" };
+	char w[32];
+	unsigned int i;
+
+	gp_thp_word("/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/shmem_enabled",
+		    w, sizeof(w));
+	if (!w[0] || !strcmp(w, "inherit"))
+		gp_thp_word("/sys/kernel/mm/transparent_hugepage/shmem_enabled",
+			    w, sizeof(w));
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!strcmp(w, yes[i]))
+			return true;
+	return false;
 }
 
 static int gp_user_open(struct gp_ctx *ctx)
@@ -192,7 +301,9 @@ static int gp_user_open(struct gp_ctx *ctx)
 		ctx->hst.memlock_limit = rl.rlim_cur == RLIM_INFINITY ?
 					 UINT64_MAX : rl.rlim_cur;
 	ctx->hugetlb_ok = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES);
-	ctx->populate_threads = gp_populate_threads_default();
+	ctx->populate_threads = gp_populate_threads_default(&ctx->populate_threads_set);
+	ctx->shmem_thp = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES) &&
+			 gp_shmem_thp_allowed();
 	return 0;
 }
 
@@ -248,94 +359,182 @@ static int gp_mlock(void *addr, uint64_t size)
 	return (int)syscall(SYS_mlock, addr, (size_t)size);
 }
 
-/* One slice of a segment to fault in. */
-struct gp_slice {
+/*
+ * Filling a segment: pieces of GP_FILL_PIECE bytes (whole huge pages),
+ * taken in order by the threads of gp_populate() from a shared counter.
+ * With shmem THP off, a piece is written first (pwritev of zeros into the
+ * memfd: the pages are allocated by the file, without a page fault each),
+ * then mapped by MADV_POPULATE_READ, whose read faults map up to 16 pages
+ * each (fault-around), writable (shmem keeps no dirty accounting) and
+ * locked (VM_LOCKONFAULT).  With shmem THP allowed, MADV_POPULATE_WRITE
+ * faults in 2 MiB pages (a write() would allocate small ones: only a
+ * mapping with MADV_HUGEPAGE gets huge pages under "advise").  The writes
+ * take the file's lock one at a time; the mapping of one piece overlaps
+ * the writing of the next.
+ */
+#define GP_FILL_PIECE	(4ull << 20)
+#define GP_ZERO_LEN	(64u << 10)
+
+static char gp_zero[GP_ZERO_LEN];	/* never written: the source of zeros */
+
+struct gp_fill {
 	char *addr;
 	uint64_t size;
+	const int *fds;		/* part i: fds[i], at addr + i * part */
+	unsigned int parts;
+	uint64_t part;
+	bool write_first;	/* pwritev, then MADV_POPULATE_READ */
 	long page;
-	int err;		/* errno, 0 when it is all in */
-	bool started;		/* by a thread of its own */
-	pthread_t thread;
+	uint64_t next[GP_POPULATE_MAX_THREADS];	/* per part: its next piece (atomic) */
+	int err;		/* the first errno (atomic), 0 when all is in */
 };
 
-static void *gp_populate_slice(void *arg)
+/* Write zeros into [off, off + len) of file fd; 0 or an errno value. */
+static int gp_fill_write(int fd, uint64_t off, uint64_t len)
 {
-	struct gp_slice *s = arg;
-	volatile char *p = (volatile char *)s->addr;
-	uint64_t i;
+	struct iovec iov[GP_FILL_PIECE / GP_ZERO_LEN];
+	unsigned int n;
+	ssize_t w;
 
-	s->err = 0;
-	if (!madvise(s->addr, s->size, MADV_POPULATE_WRITE))
-		return NULL;
-	if (errno != EINVAL) {
-		s->err = errno;
-		return NULL;
+	while (len) {
+		for (n = 0; n < GP_FILL_PIECE / GP_ZERO_LEN &&
+			    (uint64_t)n * GP_ZERO_LEN < len; n++) {
+			iov[n].iov_base = gp_zero;
+			iov[n].iov_len = len - (uint64_t)n * GP_ZERO_LEN < GP_ZERO_LEN ?
+					 len - (uint64_t)n * GP_ZERO_LEN : GP_ZERO_LEN;
+		}
+		w = pwritev(fd, iov, (int)n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w ? errno : ENOSPC;
+		off += (uint64_t)w;
+		len -= (uint64_t)w;
 	}
-	/* A kernel before MADV_POPULATE_WRITE: a write fault per page (a
-	 * fresh memfd's pages read zero, and stay zero).
+	return 0;
+}
+
+/* Fault in len bytes at off in part p; 0 or an errno value. */
+static int gp_fill_piece(const struct gp_fill *f, unsigned int p, uint64_t off,
+			 uint64_t len)
+{
+	char *addr = f->addr + p * f->part + off;
+	volatile char *v = (volatile char *)addr;
+	uint64_t i;
+	int e;
+
+	if (f->write_first) {
+		e = gp_fill_write(f->fds[p], off, len);
+		if (e)
+			return e;
+	}
+	if (!madvise(addr, len, f->write_first ? MADV_POPULATE_READ :
+		     MADV_POPULATE_WRITE))
+		return 0;
+	if (errno != EINVAL)
+		return errno;
+	/* A kernel before MADV_POPULATE_*: a fault per page (a fresh
+	 * memfd's pages read zero, and stay zero).
 	 */
-	for (i = 0; i < s->size; i += (uint64_t)s->page)
-		p[i] = 0;
+	for (i = 0; i < len; i += (uint64_t)f->page) {
+		if (f->write_first)
+			(void)v[i];
+		else
+			v[i] = 0;
+	}
+	return 0;
+}
+
+struct gp_filler {
+	struct gp_fill *f;
+	unsigned int first;	/* the part this thread starts with */
+};
+
+/* A thread's work: the pieces of its own part, then what is left of the
+ * others (a thread that could not start, or started late, leaves its part
+ * to the rest).
+ */
+static void *gp_fill_worker(void *arg)
+{
+	struct gp_filler *w = arg;
+	struct gp_fill *f = w->f;
+	unsigned int j, p;
+	uint64_t off, len;
+	int e, none = 0;
+
+	for (j = 0; j < f->parts; j++) {
+		p = (w->first + j) % f->parts;
+		len = p == f->parts - 1 ? f->size - p * f->part : f->part;
+		while ((off = __atomic_fetch_add(&f->next[p], GP_FILL_PIECE,
+						 __ATOMIC_RELAXED)) < len) {
+			if (__atomic_load_n(&f->err, __ATOMIC_RELAXED))
+				return NULL;
+			e = gp_fill_piece(f, p, off, len - off < GP_FILL_PIECE ?
+					  len - off : GP_FILL_PIECE);
+			if (e)
+				__atomic_compare_exchange_n(&f->err, &none, e,
+							    false,
+							    __ATOMIC_RELAXED,
+							    __ATOMIC_RELAXED);
+		}
+	}
 	return NULL;
 }
 
 /*
- * Fault in [addr, addr + size) from up to ctx->populate_threads threads,
- * slices cut at 2 MiB boundaries (huge pages stay whole).  0 or an errno
- * value.
+ * Fault in [addr, addr + size), made of `parts` memfds (fds[i] mapped from
+ * its offset 0 at addr + i * part), from `threads` threads (this one
+ * included), thread i starting with part i % parts.  0 or an errno value.
  */
-static int gp_populate(struct gp_ctx *ctx, void *addr, uint64_t size)
+static int gp_populate(struct gp_ctx *ctx, void *addr, uint64_t size,
+		       const int *fds, unsigned int parts, uint64_t part,
+		       unsigned int threads)
 {
-	uint64_t per, off = 0, n = ctx->populate_threads;
-	struct gp_slice one, *s = &one;
-	unsigned int i;
-	int err = 0;
+	struct gp_filler w[GP_POPULATE_MAX_THREADS];
+	pthread_t th[GP_POPULATE_MAX_THREADS];
+	struct gp_fill *f;
+	unsigned int i, started;
+	int err;
 
-	if (n > size / GP_POPULATE_MIN)
-		n = size / GP_POPULATE_MIN;
-	if (n < 2) {
-		one.addr = addr;
-		one.size = size;
-		one.page = (long)ctx->page_size;
-		gp_populate_slice(&one);
-		return one.err;
-	}
-	s = calloc(n, sizeof(*s));
-	if (!s)
+	f = calloc(1, sizeof(*f));
+	if (!f)
 		return ENOMEM;
-	per = (size / n + GP_HUGE_PAGE - 1) & ~(GP_HUGE_PAGE - 1);
-	for (i = 0; i < n && off < size; i++) {
-		s[i].addr = (char *)addr + off;
-		s[i].size = size - off < per ? size - off : per;
-		s[i].page = (long)ctx->page_size;
-		off += s[i].size;
-		/* Slice 0 is this thread's; a thread that cannot start
-		 * leaves its slice to this thread too.
-		 */
-		if (i)
-			s[i].started = !pthread_create(&s[i].thread, NULL,
-						       gp_populate_slice, &s[i]);
+	f->addr = addr;
+	f->size = size;
+	f->fds = fds;
+	f->parts = parts;
+	f->part = part;
+	/* No file (fds[0] < 0: see gp_user_map_anon()): faults.  One file:
+	 * its writes would take turns on its lock.
+	 */
+	f->write_first = !ctx->shmem_thp && fds[0] >= 0;
+	if (f->write_first && parts == 1)
+		threads = 1;
+	f->page = (long)ctx->page_size;
+	for (i = 0; i < threads; i++) {
+		w[i].f = f;
+		w[i].first = i % parts;
 	}
-	n = i;
-	gp_populate_slice(&s[0]);
-	for (i = 1; i < n; i++) {
-		if (s[i].started)
-			pthread_join(s[i].thread, NULL);
-		else
-			gp_populate_slice(&s[i]);
-	}
-	for (i = 0; i < n && !err; i++)
-		err = s[i].err;
-	free(s);
+	for (i = 1, started = 0; i < threads; i++)
+		if (!pthread_create(&th[started], NULL, gp_fill_worker, &w[i]))
+			started++;
+	gp_fill_worker(&w[0]);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	err = f->err;
+	free(f);
 	return err;
 }
 
 /*
- * Pin and fault in a fresh mapping of normal pages: mlock2(MLOCK_ONFAULT)
- * (RLIMIT_MEMLOCK checked for the whole size, nothing faulted yet), then
- * gp_populate().  1 when the kernel has no mlock2 (the caller mlocks).
+ * Pin and fault in a fresh mapping of normal pages, made of `parts`
+ * memfds (see gp_populate()): mlock2(MLOCK_ONFAULT) (RLIMIT_MEMLOCK
+ * checked for the whole size, nothing faulted yet), then gp_populate().
+ * 1 when the kernel has no mlock2 (the caller mlocks).
  */
-static int gp_lock_populate(struct gp_ctx *ctx, void *addr, uint64_t size)
+static int gp_lock_populate(struct gp_ctx *ctx, void *addr, uint64_t size,
+			    const int *fds, unsigned int parts, uint64_t part,
+			    unsigned int threads)
 {
 	int e;
 
@@ -347,21 +546,169 @@ static int gp_lock_populate(struct gp_ctx *ctx, void *addr, uint64_t size)
 		       gp_memlock_error(ctx, e, size) :
 		       gp_err(ctx, -e, "mlock2: %s", strerror(e));
 	}
-	e = gp_populate(ctx, addr, size);
+	e = gp_populate(ctx, addr, size, fds, parts, part, threads);
 	if (e)
 		return gp_err(ctx, -ENOMEM, "faulting in %llu bytes: %s",
 			      (unsigned long long)size, strerror(e));
 	return 0;
 }
 
+/* The parts of a segment of size bytes for n threads: the size of each but
+ * the last, whole fill pieces.
+ */
+static uint64_t gp_part_size(uint64_t size, unsigned int n)
+{
+	uint64_t per = (size + n - 1) / n;
+
+	return (per + GP_FILL_PIECE - 1) & ~(GP_FILL_PIECE - 1);
+}
+
+/*
+ * The end of making a pool segment of normal pages without a descriptor
+ * to keep: ret from gp_lock_populate() (1: mlock it here).  On failure the
+ * mapping goes; else seg describes it.
+ */
+static int gp_user_settle(struct gp_ctx *ctx, struct gp_seg *seg, void *addr,
+			  uint64_t size, int ret)
+{
+	if (ret > 0 && gp_mlock(addr, size))
+		ret = gp_memlock_error(ctx, errno, size);
+	if (ret < 0) {
+		munmap(addr, size);
+		ctx->hst.unmap_calls++;
+		return ret;
+	}
+	seg->addr = (uint64_t)(uintptr_t)addr;
+	seg->size = size;
+	seg->huge = false;
+	seg->locked = true;
+	seg->fd = -1;
+	return 0;
+}
+
+/*
+ * A pool segment of normal pages for several threads: a memfd per thread,
+ * mapped side by side in a range reserved first, so that each thread
+ * writes a file of its own (a file's writes take turns on its lock) and
+ * unmapping frees the files in parallel too (see gp_user_unmap()).  Never
+ * exported, so no descriptor is kept.
+ */
+static int gp_user_map_parts(struct gp_ctx *ctx, struct gp_seg *seg,
+			     uint64_t size, unsigned int threads)
+{
+	uint64_t part = gp_part_size(size, threads), off, len;
+	unsigned int parts = (unsigned int)((size + part - 1) / part), i, nfd = 0;
+	int fds[GP_POPULATE_MAX_THREADS];
+	char *raw, *base;
+	int e, ret;
+
+	/* 2 MiB more, to start at a huge page's boundary (shmem THP maps a
+	 * huge page only where the address and the file offset agree).
+	 */
+	raw = mmap(NULL, size + GP_HUGE_PAGE, PROT_NONE, MAP_PRIVATE |
+		   MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED)
+		return gp_err(ctx, -errno, "reserving %llu bytes: %s",
+			      (unsigned long long)size, strerror(errno));
+	base = (char *)(((uintptr_t)raw + GP_HUGE_PAGE - 1) &
+			~(uintptr_t)(GP_HUGE_PAGE - 1));
+	if (base > raw)
+		munmap(raw, (size_t)(base - raw));
+	munmap(base + size, (size_t)(raw + GP_HUGE_PAGE - base));
+	for (i = 0, off = 0; i < parts; i++, off += part) {
+		len = size - off < part ? size - off : part;
+		fds[i] = memfd_create("gpupool", MFD_CLOEXEC);
+		if (fds[i] < 0) {
+			e = errno;
+			goto fail;
+		}
+		nfd++;
+		if (ftruncate(fds[i], (off_t)len) ||
+		    mmap(base + off, len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, fds[i], 0) == MAP_FAILED) {
+			e = errno;
+			goto fail;
+		}
+	}
+	ctx->hst.map_calls++;
+	if (!(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
+		madvise(base, size, MADV_HUGEPAGE);	/* transparent ones */
+	ret = gp_user_bind(ctx, base, size);
+	if (!ret)
+		ret = gp_lock_populate(ctx, base, size, fds, parts, part, threads);
+	for (i = 0; i < nfd; i++)
+		close(fds[i]);
+	ret = gp_user_settle(ctx, seg, base, size, ret);
+	if (!ret) {
+		seg->parts = (uint16_t)parts;
+		seg->part_size = part;
+	}
+	return ret;
+
+fail:
+	while (nfd)
+		close(fds[--nfd]);
+	munmap(base, size);
+	return gp_err(ctx, -e, "mapping %llu bytes of memfd: %s",
+		      (unsigned long long)size, strerror(e));
+}
+
+/* Whether a file of size bytes is over RLIMIT_FSIZE (ulimit -f): sizing
+ * or writing it would raise SIGXFSZ, which kills by default.
+ */
+static bool gp_over_fsize(uint64_t size)
+{
+	struct rlimit rl;
+
+	return !getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	       rl.rlim_cur < size;
+}
+
+/*
+ * A pool segment under a file size limit smaller than it: shared anonymous
+ * memory (shmem too, shared with a child after fork(), sized by the kernel
+ * without the limit), faulted in page by page.  No descriptor to export.
+ */
+static int gp_user_map_anon(struct gp_ctx *ctx, struct gp_seg *seg,
+			    uint64_t size)
+{
+	int ret, nofd = -1;
+	void *addr;
+
+	addr = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (addr == MAP_FAILED)
+		return gp_err(ctx, -errno, "mapping %llu bytes of shared memory: %s",
+			      (unsigned long long)size, strerror(errno));
+	ctx->hst.map_calls++;
+	if (!(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
+		madvise(addr, size, MADV_HUGEPAGE);
+	ret = gp_user_bind(ctx, addr, size);
+	if (!ret)
+		ret = gp_lock_populate(ctx, addr, size, &nofd, 1, size,
+				       gp_populate_threads(ctx, size));
+	return gp_user_settle(ctx, seg, addr, size, ret);
+}
+
 static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 		       bool keep_fd)
 {
 	bool huge = ctx->hugetlb_ok && size % GP_HUGE_PAGE == 0;
+	unsigned int threads;
 	void *addr;
 	int fd = -1, e, ret;
 
+	if (gp_over_fsize(size)) {
+		if (!keep_fd)
+			return gp_user_map_anon(ctx, seg, size);
+		return gp_err(ctx, -EFBIG,
+			      "a shareable buffer of %llu bytes is a file over this process's file size limit (RLIMIT_FSIZE, ulimit -f)",
+			      (unsigned long long)size);
+	}
 retry:
+	threads = huge ? 1 : gp_populate_threads(ctx, size);
+	if (threads > 1 && !keep_fd)
+		return gp_user_map_parts(ctx, seg, size, threads);
 	addr = MAP_FAILED;
 	for (;;) {
 		unsigned int mfd = MFD_CLOEXEC | MFD_ALLOW_SEALING;
@@ -384,6 +731,7 @@ retry:
 			 strerror(e));
 		ctx->hugetlb_ok = false;
 		huge = false;
+		goto retry;
 	}
 	ctx->hst.map_calls++;
 	/* The size can never change under a mapping (an importer could
@@ -396,7 +744,8 @@ retry:
 	ret = gp_user_bind(ctx, addr, size);
 	if (ret)
 		goto out_unmap;
-	ret = huge ? 1 : gp_lock_populate(ctx, addr, size);
+	ret = huge ? 1 : gp_lock_populate(ctx, addr, size, &fd, 1, size,
+						 threads);
 	if (ret < 0)
 		goto out_unmap;
 	if (ret && gp_mlock(addr, size)) {
@@ -441,9 +790,54 @@ out_unmap:
 	return ret;
 }
 
+/* One part of a segment to unmap, by a thread of its own. */
+struct gp_unmapper {
+	char *addr;
+	uint64_t size;
+	pthread_t thread;
+	bool started;
+};
+
+static void *gp_unmap_part(void *arg)
+{
+	struct gp_unmapper *u = arg;
+
+	munmap(u->addr, u->size);
+	return NULL;
+}
+
+/*
+ * A segment of several memfds (gp_user_map_parts()): a thread a part, as
+ * it was made, each freeing its file's pages (the last reference to a
+ * file goes with its mapping, and its pages with it).
+ */
+static void gp_user_unmap_parts(struct gp_seg *seg)
+{
+	struct gp_unmapper u[GP_POPULATE_MAX_THREADS];
+	uint64_t off = 0;
+	unsigned int i;
+
+	for (i = 0; i < seg->parts; i++, off += seg->part_size) {
+		u[i].addr = (char *)(uintptr_t)seg->addr + off;
+		u[i].size = seg->size - off < seg->part_size ?
+			    seg->size - off : seg->part_size;
+		u[i].started = i && !pthread_create(&u[i].thread, NULL,
+						    gp_unmap_part, &u[i]);
+	}
+	for (i = 0; i < seg->parts; i++)
+		if (!u[i].started)
+			gp_unmap_part(&u[i]);
+	for (i = 1; i < seg->parts; i++)
+		if (u[i].started)
+			pthread_join(u[i].thread, NULL);
+}
+
 static void gp_user_unmap(struct gp_ctx *ctx, struct gp_seg *seg)
 {
-	munmap((void *)(uintptr_t)seg->addr, seg->size);
+	if (seg->parts > 1)
+		gp_user_unmap_parts(seg);
+	else
+		munmap((void *)(uintptr_t)seg->addr, seg->size);
 	ctx->hst.unmap_calls++;
 	if (seg->fd >= 0)
 		close(seg->fd);

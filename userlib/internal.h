@@ -84,6 +84,8 @@ struct gp_seg {
 	bool registered;
 	bool huge;
 	bool locked;		/* user backend: mlocked */
+	uint16_t parts;		/* user backend: memfds mapped side by side (0: one) */
+	uint64_t part_size;	/* user backend: each but the last one's size */
 	struct gp_seg *prev, *next;		/* all segments of the context */
 	struct gp_seg *idle_prev, *idle_next;	/* LRU of idle pool segments */
 };
@@ -133,6 +135,8 @@ struct gp_ctx {
 	uint64_t page_size;
 	bool hugetlb_ok;		/* MFD_HUGETLB worked or not tried yet */
 	unsigned int populate_threads;	/* user backend: faulting in a segment */
+	bool shmem_thp;			/* user backend: shmem THP allowed */
+	bool populate_threads_set;	/* GPUPOOL_POPULATE_THREADS given */
 	char why[192];			/* for gp_info */
 
 	/* Kernel backend. */

@@ -4,14 +4,15 @@
  * get_mempolicy on the user backend); GP_NUMA_NEAR_GPU resolves the GPU's
  * PCI device (cudaDeviceGetPCIBusId -> /sys/bus/pci/devices/<id>/numa_node).
  */
+#include "helpers.h"	/* first: it defines _GNU_SOURCE */
+
 #include <ctype.h>
 #include <dirent.h>
 #include <linux/mempolicy.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <sys/syscall.h>
-
-#include "helpers.h"
 
 static int page_node(void *p)
 {
@@ -42,6 +43,63 @@ TEST(node_zero)
 	ASSERT_EQ(0, page_node(p + (8 << 20) - 1));
 	ASSERT_EQ(0, gp_host_free(ctx, p));
 	gp_close(ctx);
+}
+
+/*
+ * numa_node = 1: every page of a new buffer is on node 1, whether one
+ * thread made its segment or two (a memfd each), and whether the pages
+ * were written into the file or faulted in (the policy mbind sets is the
+ * files').  Needs node 1 with memory: the NUMA VM.
+ */
+static void node_one_round(struct __test_metadata *_metadata, const char *threads)
+{
+	const size_t sizes[] = { 1000, 8u << 20, 64u << 20 };
+	struct gp_options o;
+	struct gp_ctx *ctx;
+	unsigned int i;
+	size_t off;
+	char *p;
+
+	setenv("GPUPOOL_POPULATE_THREADS", threads, 1);
+	gp_options_init(&o);
+	o.numa_node = 1;
+	o.flags = GP_OPEN_NUMA_STRICT;
+	OPEN(&o, &ctx);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		ASSERT_EQ(0, gp_host_alloc(ctx, sizes[i], 0, (void **)&p))
+			TH_LOG("%s", gp_last_error(ctx));
+		for (off = 0; off < sizes[i]; off += 1u << 20)
+			ASSERT_EQ(1, page_node(p + off))
+				TH_LOG("a page of a %zu-byte buffer, %s thread(s)",
+				       sizes[i], threads);
+		ASSERT_EQ(1, page_node(p + sizes[i] - 1));
+		ASSERT_EQ(0, gp_host_free(ctx, p));
+	}
+	gp_close(ctx);
+	unsetenv("GPUPOOL_POPULATE_THREADS");
+}
+
+TEST(node_one_every_page)
+{
+	FILE *f = fopen("/sys/devices/system/node/node0/cpulist", "r");
+	cpu_set_t all, one;
+	int cpu = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &cpu) != 1)
+			cpu = -1;
+		fclose(f);
+	}
+	if (access("/sys/devices/system/node/node1", F_OK) || cpu < 0)
+		SKIP(return, "needs NUMA nodes 0 (with a CPU) and 1");
+	/* On a CPU of node 0, pages the policy did not place land there. */
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(all), &all));
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(one), &one));
+	node_one_round(_metadata, "1");
+	node_one_round(_metadata, "2");
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(all), &all));
 }
 
 /* A node no machine here has: strict placement there fails at gp_open,
