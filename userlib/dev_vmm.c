@@ -107,6 +107,19 @@ static void gp_vmm_unmap1(struct gp_ctx *ctx, struct gp_dpool *p,
 	p->st.unmap_calls++;
 }
 
+/* Unmap and release granule i of ds, which held blocks that were freed:
+ * ds's stream is waited for before the first such granule (*quiet).
+ */
+static void gp_vmm_unmap_freed(struct gp_ctx *ctx, struct gp_dpool *p,
+			       struct gp_dstream *ds, uint64_t i, bool *quiet)
+{
+	if (!*quiet) {
+		gp_vmm_quiesce(ctx, ds);
+		*quiet = true;
+	}
+	gp_vmm_unmap1(ctx, p, ds, i);
+}
+
 /* Map granules [lo, hi) of ds, those not mapped yet; on failure none of
  * them stays mapped.  0, -ENOMEM (limit, or the driver is out of memory:
  * the caller trims and retries), -EIO (message set).
@@ -325,11 +338,7 @@ static void gp_vmm_span(void *arg, uint64_t base, uint64_t size)
 
 	for (; i < end; i++)
 		if (w->ds->vr.h[i]) {
-			if (!w->quiet) {
-				gp_vmm_quiesce(w->ctx, w->ds);
-				w->quiet = true;
-			}
-			gp_vmm_unmap1(w->ctx, w->p, w->ds, i);
+			gp_vmm_unmap_freed(w->ctx, w->p, w->ds, i, &w->quiet);
 			w->ds->vr.holes++;
 			w->n += w->p->gran;
 		}
@@ -391,13 +400,8 @@ void gp_vmm_fini(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds)
 	uint64_t i;
 
 	for (i = 0; i < ds->vr.top / p->gran; i++)
-		if (ds->vr.h[i]) {
-			if (!quiet) {
-				gp_vmm_quiesce(ctx, ds);
-				quiet = true;
-			}
-			gp_vmm_unmap1(ctx, p, ds, i);
-		}
+		if (ds->vr.h[i])
+			gp_vmm_unmap_freed(ctx, p, ds, i, &quiet);
 	if (ds->vr.size) {
 		if (cu->cuMemAddressFree(ds->vr.base, ds->vr.size) != GP_CU_SUCCESS)
 			gp_debug(ctx, "device %d: cuMemAddressFree failed", p->device);
