@@ -1261,9 +1261,9 @@ static void take_piece_free(struct bfc *b, struct bfc_chunk *C, uint32_t h)
 	b->st.chunks_free++;
 }
 
-uint64_t bfc_take_free_spans(struct bfc *b, uint64_t align, uint64_t min,
-			     void (*fn)(void *ctx, bfc_handle_t h,
-					uint64_t base, uint64_t size),
+uint64_t bfc_take_free_spans(struct bfc *b, uint64_t align,
+			     bool (*take)(void *ctx, uint64_t base,
+					  uint64_t size),
 			     void *ctx)
 {
 	uint64_t n = 0, lo, hi, end;
@@ -1282,11 +1282,12 @@ uint64_t bfc_take_free_spans(struct bfc *b, uint64_t align, uint64_t min,
 			end = C[h].addr + C[h].size;
 			lo = ((C[h].addr - 1) | (align - 1)) + 1;
 			hi = end & ~(align - 1);
-			if (C[h].addr + align - 1 < C[h].addr || hi <= lo ||
-			    hi - lo < min)
+			if (C[h].addr + align - 1 < C[h].addr || hi <= lo)
 				continue;
 			if (slot_reserve(b, 2))
 				return n;
+			if (take && !take(ctx, lo, hi - lo))
+				continue;
 			C = b->chunks;		/* may have moved */
 			bfc__class_remove(b, C, h);
 			b->st.chunks_free--;
@@ -1303,8 +1304,6 @@ uint64_t bfc_take_free_spans(struct bfc *b, uint64_t align, uint64_t min,
 			C[h].cls = (uint16_t)bfc__class_of(b, hi - lo);
 			alloc_done(b, C, h, lo, hi - lo, hi - lo);
 			n += hi - lo;
-			if (fn)
-				fn(ctx, h, lo, hi - lo);
 		}
 	}
 	return n;

@@ -345,8 +345,6 @@ static int gp_dpool_alloc(struct gp_ctx *ctx, struct gp_dpool *p,
 	ret = gp_dpool_try(ctx, p, ds, size, h, addr);
 	if (ret != -ENOMEM)
 		return ret;
-	if (p->vmm)
-		gp_vmm_before_growth(ctx, p, gp_round_up(size, GP_DEV_GRAN));
 	ret = gp_dpool_grow_try(ctx, p, ds, size, h, addr);
 	if (ret != -ENOMEM)
 		return ret;

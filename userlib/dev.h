@@ -125,17 +125,14 @@ void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p);
 /* Grow ds's region so that its top free chunk holds size bytes. */
 int gp_vmm_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 		  struct gp_dstream *ds, uint64_t size);
-/* About to map about `need` bytes (nothing mapped holds a request): when
- * the pool's mapped but unused bytes exceed its slack (1/16 of the bytes in
- * use, at least a granule), unmap the free granules of every stream first,
- * so that what stays mapped follows what is in use rather than the most
- * the pool ever held.
- */
-void gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
-			  uint64_t need);
 /* Nothing mapped in ds holds `size` bytes: map the fewest granules that
  * make room for it, in a hole beside mapped free space or at the region's
- * top (growing it).  0, -ENOMEM, -EIO.
+ * top (growing it).  When the pool's mapped bytes would then exceed its
+ * budget (1/16 above the most bytes in use, pending ones and the request
+ * counted, since the last gp_dev_trim; at least a granule above), the
+ * largest free spans of every stream that cover the excess are unmapped
+ * first, so that what stays mapped follows what is in use rather than the
+ * most the pool ever held.  0, -ENOMEM, -EIO.
  */
 int gp_vmm_place(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds,
 		 uint64_t size);
