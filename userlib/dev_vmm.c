@@ -23,7 +23,7 @@
 
 #include "dev.h"
 
-#define GP_VMM_SLACK_DIV	16	/* idle mapped bytes kept: in use / 16 */
+#define GP_VMM_SLACK_DIV	11	/* mapped: at most 1/11 above the most in use */
 
 void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p)
 {
@@ -643,7 +643,7 @@ static int gp_vmm_size_cmp(const void *a, const void *b)
 
 /*
  * Before mapping `need` bytes for a request of r: when the pool's mapped
- * bytes would exceed its budget (1/16 above the most in use since the last
+ * bytes would exceed its budget (1/11 above the most in use since the last
  * gp_dev_trim, pending bytes and the request counted; at least a granule),
  * unmap the largest free spans of every stream that cover the excess,
  * except those of keep in [keep_lo, keep_hi) (the free space the request
