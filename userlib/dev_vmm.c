@@ -673,7 +673,7 @@ static bool gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
 	excess = p->st.mapped + need - budget;
 	for (ds = p->streams; ds; ds = ds->next)
 		bfc_free_spans(ds->b, p->gran, gp_vmm_size_add, &z);
-	if (!z.short_of_memory) {
+	if (z.n && !z.short_of_memory) {
 		qsort(z.v, z.n, sizeof(*z.v), gp_vmm_size_cmp);
 		for (i = 0; i < z.n && sum < excess; i++) {
 			sum += z.v[i];
