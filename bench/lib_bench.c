@@ -3,6 +3,7 @@
  * lib_bench.c - libgpupool's speed, printed, never asserted.
  *
  *   lib_bench [trace.csv ...]
+ *   LIB_BENCH_DEVICE_ONLY=1 lib_bench trace.csv ...   section 2 alone
  *
  * 1. Host alloc+free of small (<= 64 KiB) and large (>= 64 MiB) buffers
  *    through libgpupool (whatever backend gp_open picks: user here, kernel
@@ -464,6 +465,14 @@ static void replay_row(const struct trace *t, const char *mode, const struct rep
 	       r->st.peak_reserved / 1048576.0, t->peak_live_requested / 1048576.0,
 	       (double)r->st.peak_reserved / live, (unsigned long long)r->st.segments,
 	       (unsigned long long)r->left_mapped);
+	if (r->mode == GP_DEV_VIRTUAL)
+		printf("%-24s %-9s %8.3f granule maps and %.3f unmaps per allocation "
+		       "(%llu, %llu), %llu trims before a new mapping\n", "", "",
+		       (double)r->st.map_calls / (double)(r->st.allocs ? r->st.allocs : 1),
+		       (double)r->st.unmap_calls / (double)(r->st.allocs ? r->st.allocs : 1),
+		       (unsigned long long)r->st.map_calls,
+		       (unsigned long long)r->st.unmap_calls,
+		       (unsigned long long)r->st.growth_trims);
 }
 
 /*
@@ -576,16 +585,18 @@ int main(int argc, char **argv)
 	int i;
 
 	/* Host figures without CUDA registration (none is possible here). */
-	gp_options_init(&o);
-	o.flags = GP_OPEN_NO_CUDA;
-	if (gp_open(&o, &ctx)) {
-		fprintf(stderr, "gp_open: %s\n", gp_last_error(NULL));
-		return 1;
+	if (!getenv("LIB_BENCH_DEVICE_ONLY") || !*getenv("LIB_BENCH_DEVICE_ONLY")) {
+		gp_options_init(&o);
+		o.flags = GP_OPEN_NO_CUDA;
+		if (gp_open(&o, &ctx)) {
+			fprintf(stderr, "gp_open: %s\n", gp_last_error(NULL));
+			return 1;
+		}
+		host_bench();
+		host_cold_threads();
+		host_split_bench();
+		gp_close(ctx);
 	}
-	host_bench();
-	host_cold_threads();
-	host_split_bench();
-	gp_close(ctx);
 
 	if (argc < 2)
 		return 0;

@@ -1251,6 +1251,101 @@ uint64_t bfc_free_spans(const struct bfc *b, uint64_t align,
 	return n + bfc_span_flush(start, end, align, fn, ctx);
 }
 
+/* A free piece of a chunk being taken apart (flags LIVE, in no class):
+ * indexed by its size.
+ */
+static void take_piece_free(struct bfc *b, struct bfc_chunk *C, uint32_t h)
+{
+	C[h].flags = BFC_CF_LIVE;
+	bfc__class_insert(b, C, h, bfc__class_of(b, C[h].size));
+	b->st.chunks_free++;
+}
+
+uint64_t bfc_take_free_spans(struct bfc *b, uint64_t align,
+			     bool (*take)(void *ctx, uint64_t base,
+					  uint64_t size),
+			     void *ctx)
+{
+	uint64_t n = 0, lo, hi, end;
+	struct bfc_chunk *C;
+	uint32_t pos, h, x;
+
+	if (!align || (align & (align - 1)) || align < b->p.granularity)
+		return 0;
+	for (pos = 0; pos < b->nr_regions; pos++) {
+		const struct bfc_region *r = &b->regions[b->order[pos]];
+
+		for (h = b->chunks[r->lo].next; h != r->hi; h = b->chunks[h].next) {
+			C = b->chunks;
+			if (C[h].flags & BFC_CF_HELD)
+				continue;
+			end = C[h].addr + C[h].size;
+			lo = ((C[h].addr - 1) | (align - 1)) + 1;
+			hi = end & ~(align - 1);
+			if (C[h].addr + align - 1 < C[h].addr || hi <= lo)
+				continue;
+			if (slot_reserve(b, 2))
+				return n;
+			if (take && !take(ctx, lo, hi - lo))
+				continue;
+			C = b->chunks;		/* may have moved */
+			bfc__class_remove(b, C, h);
+			b->st.chunks_free--;
+			if (lo > C[h].addr) {
+				x = slot_get(b, C);
+				split_front(C, h, x, lo - C[h].addr, 0);
+				take_piece_free(b, C, x);
+			}
+			if (hi < end) {
+				x = slot_get(b, C);
+				split_back(C, h, x, end - hi, 0);
+				take_piece_free(b, C, x);
+			}
+			C[h].cls = (uint16_t)bfc__class_of(b, hi - lo);
+			alloc_done(b, C, h, lo, hi - lo, hi - lo);
+			n += hi - lo;
+		}
+	}
+	return n;
+}
+
+int bfc_split(struct bfc *b, bfc_handle_t h, uint64_t size, bfc_handle_t *rest)
+{
+	struct bfc_chunk *C, *c, *x;
+	uint32_t n;
+
+	if (!handle_in_use(b, h) || !size || (size & b->gmask) ||
+	    size >= b->chunks[h].size)
+		return -BFC_EINVAL;
+	if (slot_reserve(b, 1))
+		return -BFC_ENOMEM;
+	C = b->chunks;
+	n = slot_get(b, C);
+	c = &C[h];
+	x = &C[n];
+	x->addr = c->addr + size;
+	x->size = c->size - size;
+	x->prev = h;
+	x->next = c->next;
+	C[c->next].prev = n;
+	c->next = n;
+	c->size = size;
+	c->cls = (uint16_t)bfc__class_of(b, size);
+	x->cls = (uint16_t)bfc__class_of(b, x->size);
+	x->flags = c->flags;	/* LIVE | HELD, and TAGGED with h's tag */
+	x->u.tag = c->u.tag;
+	x->u.alloc_id = ++b->st.nr_allocs;
+	b->st.requested -= c->u.requested;
+	if (c->u.requested > size)
+		c->u.requested = size;
+	x->u.requested = x->size;
+	b->st.requested += c->u.requested + x->size;
+	hash_link(b, C, n);
+	if (rest)
+		*rest = n;
+	return 0;
+}
+
 int bfc_free_neighbours(const struct bfc *b, bfc_handle_t h, uint64_t *prev,
 			uint64_t *next)
 {

@@ -268,6 +268,35 @@ uint64_t bfc_free_spans(const struct bfc *b, uint64_t align,
 			void (*fn)(void *ctx, uint64_t base, uint64_t size),
 			void *ctx);
 
+/* As bfc_free_spans(), but a span can become an in-use chunk: in each free
+ * chunk, the largest span of whole `align`-aligned blocks (if any) is
+ * offered to take(ctx, base, size); when it returns true (or take is
+ * NULL), the span is cut out and handed out as if allocated (counted in the
+ * statistics as an allocation of its size; the chunk's ends, shorter than
+ * a block, stay free), an in-use chunk starting at base (bfc_lookup()
+ * finds its handle).  For a caller that takes back, in place, the free
+ * space it cannot back (the device pool's unmapped granules: best fit then
+ * never chooses them) and frees it, whole or in parts (bfc_split), when it
+ * backs it again.  Spans are not joined across regions.  Returns the bytes
+ * taken; stops early, before offering a span, when the metadata cannot
+ * grow; 0 when align is not a power of two or is below the granularity.
+ * take must not change the allocator.  O(chunks).
+ */
+uint64_t bfc_take_free_spans(struct bfc *b, uint64_t align,
+			     bool (*take)(void *ctx, uint64_t base,
+					  uint64_t size),
+			     void *ctx);
+
+/* Split in-use chunk h in two in-use chunks: h keeps its first `size`
+ * bytes (a multiple of the granularity, above 0 and below h's size), *rest
+ * gets the others, with h's tag.  The requested bytes stay with h up to its
+ * new size; the rest counts as requested in full, and as an allocation in
+ * the statistics (chunks in use are allocations less frees).  Freeing
+ * either part then frees only that part.  -EINVAL (h not in use, a bad
+ * size), -ENOMEM (metadata); nothing changes then.  O(1).
+ */
+int bfc_split(struct bfc *b, bfc_handle_t h, uint64_t size, bfc_handle_t *rest);
+
 /* The sizes of the free chunks right below and right above chunk h (free
  * or in use), 0 where that neighbour is in use or h is at its region's
  * edge; -EINVAL for a bad handle.  Free chunks never touch, so a caller

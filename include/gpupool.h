@@ -309,7 +309,7 @@ struct gp_dev_stats {
 	uint64_t va_reserved;		/* virtual address space reserved */
 	uint64_t map_calls;		/* granules created and mapped, ever */
 	uint64_t unmap_calls;		/* granules unmapped and released, ever */
-	uint64_t growth_trims;		/* free granules unmapped before a growth */
+	uint64_t growth_trims;		/* trims before a new mapping (growth or hole) */
 };
 int gp_dev_stats(struct gp_ctx *ctx, int device, struct gp_dev_stats *stats);
 

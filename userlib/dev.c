@@ -308,11 +308,10 @@ static int gp_dpool_try(struct gp_ctx *ctx, struct gp_dpool *p,
 
 	if (bfc_alloc(ds->b, size, h, addr))
 		return -ENOMEM;
-	if (!ds->vr.holes)
+	if (ds->vr.holes == ds->vr.held)
 		return 0;
-	/* Trimmed granules under the block: mapped again first.  (Not
-	 * preceded by gp_vmm_before_growth: a workload that repeats itself
-	 * would unmap and map the same granules every round.)
+	/* Unmapped granules left in free chunks (a trim that found no
+	 * memory for its list of holes): those under the block, mapped first.
 	 */
 	bfc_chunk_info(ds->b, *h, &ci);
 	ret = gp_vmm_back(ctx, p, ds, ci.addr, ci.size);
@@ -326,7 +325,7 @@ static int gp_dpool_grow_try(struct gp_ctx *ctx, struct gp_dpool *p,
 			     struct gp_dstream *ds, uint64_t size,
 			     bfc_handle_t *h, uint64_t *addr)
 {
-	int ret = p->vmm ? gp_vmm_extend(ctx, p, ds, size) :
+	int ret = p->vmm ? gp_vmm_place(ctx, p, ds, size) :
 		  gp_dstream_extend(ctx, p, ds, size);
 
 	return ret ? ret : gp_dpool_try(ctx, p, ds, size, h, addr);
@@ -346,8 +345,6 @@ static int gp_dpool_alloc(struct gp_ctx *ctx, struct gp_dpool *p,
 	ret = gp_dpool_try(ctx, p, ds, size, h, addr);
 	if (ret != -ENOMEM)
 		return ret;
-	if (p->vmm)
-		gp_vmm_before_growth(ctx, p, gp_round_up(size, GP_DEV_GRAN));
 	ret = gp_dpool_grow_try(ctx, p, ds, size, h, addr);
 	if (ret != -ENOMEM)
 		return ret;
@@ -440,7 +437,8 @@ static struct gp_dstream *gp_dblock_find(struct gp_dpool *p, uint64_t addr,
 	for (pass = 0; pass < 2; pass++)
 		for (ds = p->streams; ds; ds = ds->next)
 			if ((ds->stream == hint) == !pass &&
-			    !bfc_lookup(ds->b, addr, h))
+			    !bfc_lookup(ds->b, addr, h) &&
+			    !gp_vmm_is_hole(ds, *h))
 				return ds;
 	return NULL;
 }
@@ -539,6 +537,7 @@ GP_API int gp_dev_trim(struct gp_ctx *ctx, int device, uint64_t *released)
 		if (p->pending)
 			gp_pending_poll(ctx, p, false);
 		n += gp_dpool_release_free(ctx, p, NULL);
+		p->used_hw = p->st.in_use + p->st.pending_bytes;
 		pthread_mutex_unlock(&p->lock);
 	}
 	if (released)
@@ -578,7 +577,7 @@ int gp_dev_mode(struct gp_ctx *ctx, int device)
 static int gp_fini_chunk(void *arg, const struct bfc_chunk_info *c)
 {
 	(void)arg;
-	if (c->in_use && c->tag) {
+	if (c->in_use && c->tag && c->tag != GP_VMM_HOLE_TAG) {
 		struct gp_uses *u = (struct gp_uses *)(uintptr_t)c->tag;
 
 		free(u->s);

@@ -37,9 +37,14 @@ struct gp_uses {
  * (adjacent regions merge, so the free chunk at the top coalesces with the
  * growth).  Physical memory is one driver allocation per granule, mapped
  * from base up as far as the region reaches.  Trimming unmaps the granules
- * that lie wholly in free chunks anywhere in the region ("holes"); a block
- * later handed out over a hole gets it mapped again before it is returned.
+ * that lie wholly in free chunks anywhere in the region ("holes") and
+ * takes each run of them out of the free space as an in-use chunk of the
+ * core tagged GP_VMM_HOLE_TAG (bfc_take_free_spans): best fit then sees
+ * only mapped free space, and a request that nothing mapped holds maps the
+ * fewest new granules it can, in a hole beside free space or at the top
+ * (gp_vmm_place).  Holes are never handed out or freed by a caller.
  */
+#define GP_VMM_HOLE_TAG		1ull	/* never a struct gp_uses pointer */
 /* Virtual mode: a free remainder of at least this is split off a block
  * (TensorFlow's rule keeps up to half a chunk unsplit: mapped, unusable).
  */
@@ -56,6 +61,10 @@ struct gp_vrange {
 	gp_cu_mem *h;		/* per granule below top: its handle, 0 unmapped */
 	uint64_t cap;		/* entries in h */
 	uint64_t holes;		/* granules below top not mapped */
+	uint64_t held;		/* those in hole chunks (the others, if any,
+				 * are in free chunks: mapped on use) */
+	bfc_handle_t *hole;	/* the hole chunks */
+	uint32_t nhole, caphole;
 };
 
 struct gp_dstream {
@@ -88,6 +97,9 @@ struct gp_dpool {
 	uint64_t total_mem;	/* cudaMemGetInfo at creation, 0 if unknown */
 	bool vmm;		/* virtual mode (else cudaMalloc segments) */
 	uint64_t gran;		/* virtual mode: the driver's granularity */
+	uint64_t used_hw;	/* virtual mode: the most bytes in use (with
+				 * pending ones and a request) since the last
+				 * gp_dev_trim */
 	struct gp_dev_stats st;
 };
 
@@ -113,14 +125,23 @@ void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p);
 /* Grow ds's region so that its top free chunk holds size bytes. */
 int gp_vmm_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 		  struct gp_dstream *ds, uint64_t size);
-/* About to grow by about `need` bytes: when the pool's mapped but unused
- * bytes exceed its slack (1/16 of the bytes in use, at least a granule),
- * unmap the free granules of every stream first, so that what stays mapped
- * follows what is in use rather than the highest the regions reached.
+/* Nothing mapped in ds holds `size` bytes: map the fewest granules that
+ * make room for it, in a hole beside mapped free space or at the region's
+ * top (growing it).  When the pool's mapped bytes would then exceed its
+ * budget (1/11 above the most bytes in use, pending ones and the request
+ * counted, since the last gp_dev_trim; at least a granule above), the
+ * largest free spans of every stream that cover the excess are unmapped
+ * first, so that what stays mapped follows what is in use rather than the
+ * most the pool ever held.  0, -ENOMEM, -EIO.
  */
-void gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
-			  uint64_t need);
-/* Map the holes under [addr, addr + size) of ds (a block being handed out). */
+int gp_vmm_place(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds,
+		 uint64_t size);
+/* Is in-use chunk h of ds a hole? */
+bool gp_vmm_is_hole(const struct gp_dstream *ds, bfc_handle_t h);
+/* Map the holes under [addr, addr + size) of ds (a block being handed out
+ * over granules left unmapped in free chunks: only after a trim could not
+ * take them out of the free space for want of metadata).
+ */
 int gp_vmm_back(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds,
 		uint64_t addr, uint64_t size);
 /* Unmap every granule lying wholly in free chunks of ds (the whole region

@@ -12,7 +12,7 @@ bool gp_block_pending(const struct bfc_chunk_info *ci)
 {
 	const struct gp_uses *u = (const struct gp_uses *)(uintptr_t)ci->tag;
 
-	return u && u->pending;
+	return u && ci->tag != GP_VMM_HOLE_TAG && u->pending;
 }
 
 int gp_dstream_add_use(struct gp_dpool *p, struct gp_dstream *ds,

@@ -7,7 +7,9 @@
  *   {"version":1,"devices":[{"device":0,"limit":0,"reserved":N,"in_use":N,
  *     "peak_in_use":N,"pending_blocks":N,"segments":[{"address":N,"size":N,
  *     "stream":N,"blocks":[{"address":N,"size":N,"requested":N,
- *     "state":"allocated"|"pending_free"|"free"}]}]}]}
+ *     "state":"allocated"|"pending_free"|"free"|"unmapped"}]}]}]}
+ * ("unmapped": a hole of the virtual mode, free address space whose
+ * granules are not mapped; requested 0)
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -75,6 +77,7 @@ static int gp_snap_chunk(void *arg, const struct bfc_chunk_info *c)
 {
 	struct gp_snap_walk *w = arg;
 	const char *state = !c->in_use ? "free" :
+			    c->tag == GP_VMM_HOLE_TAG ? "unmapped" :
 			    gp_block_pending(c) ? "pending_free" : "allocated";
 
 	if (c->region_id != w->region) {
@@ -93,7 +96,8 @@ static int gp_snap_chunk(void *arg, const struct bfc_chunk_info *c)
 	gp_sb_printf(w->b, "%s{\"address\":%llu,\"size\":%llu,\"requested\":%llu,"
 		     "\"state\":\"%s\"}", w->first_block ? "" : ",",
 		     (unsigned long long)c->addr, (unsigned long long)c->size,
-		     (unsigned long long)c->requested, state);
+		     (unsigned long long)(c->tag == GP_VMM_HOLE_TAG ? 0 : c->requested),
+		     state);
 	w->first_block = false;
 	return 0;
 }

@@ -5,8 +5,10 @@
  * entry points it runs on.  The mode is picked where the device supports
  * it and can be refused; the region grows by exactly the granules a request
  * lacks and its top chunk coalesces with the growth; a trim gives back free
- * granules anywhere (after waiting for their stream), and a block later
- * placed over them gets them mapped again; a refused cuMemCreate trims,
+ * granules anywhere (after waiting for their stream), as holes best fit
+ * does not choose while mapped free space fits, mapped again when a block
+ * needs them; mapped bytes stay within a budget above the most in use; a
+ * refused cuMemCreate trims,
  * retries, then says out of memory with nothing leaked; the double
  * refuses what the CUDA documentation forbids.
  */
@@ -176,6 +178,113 @@ TEST(trim_unmaps_free_granules_anywhere)
 	ASSERT_EQ(0, gp_dev_trim(ctx, -1, NULL));
 	EXPECT_EQ(0, stats(ctx).mapped);
 	EXPECT_EQ(0, rt_counts(&rt).handles);
+	gp_close(ctx);
+	EXPECT_EQ(0, rt_counts(&rt).reservations);
+	EXPECT_TRUE(rt_clean(&rt)) TH_LOG("%s", rt.last_violation());
+}
+
+/* Best fit sees only mapped free space: with an unmapped hole that would
+ * fit a request best and a larger mapped free chunk, the request takes the
+ * mapped one and maps nothing.  The hole is no block: it cannot be freed,
+ * and the snapshot shows it as unmapped.
+ */
+TEST(mapped_free_space_before_a_hole)
+{
+	struct gp_ctx *ctx;
+	struct rt rt;
+	uint64_t released = 0, maps, mapped;
+	char *a, *b, *c, *d, *e, *json = NULL;
+
+	RT_SETUP(&rt);
+	NEED_DOUBLE(&rt);
+	unsetenv("GPUPOOL_DEV_MODE");
+	OPEN(NULL, &ctx);
+	/* a [0, 8M), b [8M, 10M), c [10M, 22M), d [22M, 24M) */
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 8 * MiB, NULL, (void **)&a));
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 2 * MiB, NULL, (void **)&b));
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 12 * MiB, NULL, (void **)&c));
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 2 * MiB, NULL, (void **)&d));
+	ASSERT_EQ(0, gp_dev_free(ctx, a, NULL));
+	ASSERT_EQ(0, gp_dev_trim(ctx, 0, &released));
+	EXPECT_EQ(8 * MiB, released);		/* a's granules: a hole */
+	EXPECT_EQ(-EINVAL, gp_dev_free(ctx, a, NULL));
+	ASSERT_EQ(0, gp_dev_snapshot(ctx, 0, &json, NULL));
+	EXPECT_NE(NULL, strstr(json, "\"state\":\"unmapped\""));
+	free(json);
+	ASSERT_EQ(0, gp_dev_free(ctx, c, NULL));	/* 12M free, mapped */
+	maps = stats(ctx).map_calls;
+	mapped = stats(ctx).mapped;
+	ASSERT_EQ(0, gp_dev_alloc(ctx, 0, 8 * MiB, NULL, (void **)&e));
+	EXPECT_EQ(c, e);
+	EXPECT_EQ(maps, stats(ctx).map_calls);
+	EXPECT_EQ(mapped, stats(ctx).mapped);
+	fill(e, 8 * MiB, 6);
+	EXPECT_TRUE(check_fill(e, 8 * MiB, 6));
+	EXPECT_BOOKS(&rt, ctx);
+	ASSERT_EQ(0, gp_dev_free(ctx, b, NULL));
+	ASSERT_EQ(0, gp_dev_free(ctx, d, NULL));
+	ASSERT_EQ(0, gp_dev_free(ctx, e, NULL));
+	ASSERT_EQ(0, gp_dev_trim(ctx, -1, NULL));
+	EXPECT_EQ(0, stats(ctx).mapped);
+	EXPECT_EQ(0, stats(ctx).segments);
+	EXPECT_EQ(0, rt_counts(&rt).handles);
+	gp_close(ctx);
+	EXPECT_EQ(0, rt_counts(&rt).reservations);
+	EXPECT_TRUE(rt_clean(&rt)) TH_LOG("%s", rt.last_violation());
+}
+
+/* A queue of large buffers of three sizes (a data loader's prefetch
+ * queue), which fragments one region: mapping a hole again or growing
+ * first unmaps the idle granules over the budget (1/11 above the most in
+ * use, at least a granule), so the mapped bytes never pass it by more than
+ * the rounding of one request to granules; the books agree throughout, and
+ * a trim at the end leaves nothing.
+ */
+TEST(mapped_follows_in_use_in_a_queue)
+{
+	static const uint64_t sizes[3] = { 36 * MiB + 768 * 1024,
+					   117 * MiB + 197 * 1024,
+					   18 * MiB + 393 * 1024 };
+	struct gp_ctx *ctx;
+	struct rt rt;
+	void *q[9];
+	uint64_t hw = 0, x = 12345, in_use;
+	unsigned head = 0, n = 0, i, target;
+
+	RT_SETUP(&rt);
+	NEED_DOUBLE(&rt);
+	unsetenv("GPUPOOL_DEV_MODE");
+	OPEN(NULL, &ctx);
+	for (i = 0; i < 600; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		target = 6 + (unsigned)(x >> 33) % 3;
+		while (n >= target) {
+			ASSERT_EQ(0, gp_dev_free(ctx, q[head], NULL));
+			head = (head + 1) % 9;
+			n--;
+		}
+		ASSERT_EQ(0, gp_dev_alloc(ctx, 0, i % 50 == 49 ? sizes[i % 3] / 3 :
+					  sizes[i % 3], NULL, &q[(head + n) % 9]));
+		n++;
+		in_use = stats(ctx).in_use;
+		if (in_use > hw)
+			hw = in_use;
+		ASSERT_LE(stats(ctx).mapped, hw + hw / 11 + 2 * G)
+			TH_LOG("allocation %u: %llu mapped, %llu in use at most", i,
+			       (unsigned long long)stats(ctx).mapped,
+			       (unsigned long long)hw);
+	}
+	EXPECT_BOOKS(&rt, ctx);
+	EXPECT_LT(0, stats(ctx).growth_trims);
+	while (n) {
+		ASSERT_EQ(0, gp_dev_free(ctx, q[head], NULL));
+		head = (head + 1) % 9;
+		n--;
+	}
+	ASSERT_EQ(0, gp_dev_trim(ctx, -1, NULL));
+	EXPECT_EQ(0, stats(ctx).mapped);
+	EXPECT_EQ(0, rt_counts(&rt).handles);
+	EXPECT_EQ(0, rt_counts(&rt).mapped);
 	gp_close(ctx);
 	EXPECT_EQ(0, rt_counts(&rt).reservations);
 	EXPECT_TRUE(rt_clean(&rt)) TH_LOG("%s", rt.last_violation());
