@@ -17,6 +17,9 @@
 # the same kernel and hands it to the program as $KMOD_BENCH_BASE_KO: the
 # section 2 comparison loads the two in turn in the same VM boot.
 # KMOD_BASE_REV= (empty) skips it; so does a tree without git history.
+# KMOD_BENCH_SECTIONS, KMOD_BENCH_ALLOC_REPS, KMOD_BENCH_BASE_ROUNDS and
+# KMOD_BENCH_BASE_REPS, set here, reach the program in the VM
+# (bench/kmod_bench.c says what they do).
 
 TOP ?= $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 include $(TOP)/mk/common.mk
