@@ -23,6 +23,8 @@
  *   GPUPOOL_HOST_LIMIT, GPUPOOL_DEV_LIMIT   defaults for the limits below
  *   GPUPOOL_DEV_MODE=segments|auto  device pools on cudaMalloc segments
  *                                 (GP_OPEN_DEV_SEGMENTS), or the default
+ *   GPUPOOL_DEV_HEADROOM=P|none   virtual mode: idle mapped bytes kept,
+ *                                 in percent of the most in use (9.09)
  */
 #ifndef GPUPOOL_H
 #define GPUPOOL_H

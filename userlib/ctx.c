@@ -56,6 +56,30 @@ static uint64_t gp_env_bytes(const char *name, double *fraction)
 	return d < 18446744073709551616.0 ? (uint64_t)d : UINT64_MAX;
 }
 
+/* GPUPOOL_DEV_HEADROOM: a percentage (decimals allowed) or "none". */
+static int gp_env_headroom(struct gp_ctx *ctx)
+{
+	const char *v = getenv("GPUPOOL_DEV_HEADROOM");
+	char *end;
+	double d;
+
+	ctx->dev_headroom_ppm = GP_DEV_HEADROOM_PPM;
+	if (!v || !*v)
+		return 0;
+	if (!strcmp(v, "none")) {
+		ctx->dev_headroom_ppm = UINT64_MAX;
+		return 0;
+	}
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || *end || end == v || !(d >= 0.0 && d <= 1000.0))
+		return gp_err(NULL, -EINVAL,
+			      "GPUPOOL_DEV_HEADROOM=%s: expected a percentage from 0 to 1000, or none",
+			      v);
+	ctx->dev_headroom_ppm = (uint64_t)(d * 1e4 + 0.5);
+	return 0;
+}
+
 static int gp_apply_env(struct gp_ctx *ctx)
 {
 	const char *b = getenv("GPUPOOL_BACKEND");
@@ -81,6 +105,8 @@ static int gp_apply_env(struct gp_ctx *ctx)
 	}
 	if (gp_env_true("GPUPOOL_REQUIRE_CUDA"))
 		o->flags |= GP_OPEN_REQUIRE_CUDA;
+	if (gp_env_headroom(ctx))
+		return -EINVAL;
 	b = getenv("GPUPOOL_POLICY");
 	if (o->placement == GP_PLACEMENT_DEFAULT && b && *b) {
 		int pol = bfc_policy_parse(b);

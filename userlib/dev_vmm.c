@@ -23,8 +23,6 @@
 
 #include "dev.h"
 
-#define GP_VMM_SLACK_DIV	11	/* mapped: at most 1/11 above the most in use */
-
 void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p)
 {
 	struct gp_cu *cu = &ctx->cuda.cu;
@@ -643,8 +641,9 @@ static int gp_vmm_size_cmp(const void *a, const void *b)
 
 /*
  * Before mapping `need` bytes for a request of r: when the pool's mapped
- * bytes would exceed its budget (1/11 above the most in use since the last
- * gp_dev_trim, pending bytes and the request counted; at least a granule),
+ * bytes would exceed its budget (the most in use since the last
+ * gp_dev_trim, pending bytes and the request counted, plus the headroom:
+ * GPUPOOL_DEV_HEADROOM, default 1/11 of that, at least a granule),
  * unmap the largest free spans of every stream that cover the excess,
  * except those of keep in [keep_lo, keep_hi) (the free space the request
  * is about to use).  True when it unmapped something.
@@ -654,7 +653,7 @@ static bool gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
 				 struct gp_dstream *keep, uint64_t keep_lo,
 				 uint64_t keep_hi)
 {
-	uint64_t used = p->st.in_use + p->st.pending_bytes + r, budget;
+	uint64_t used = p->st.in_use + p->st.pending_bytes + r, budget, room;
 	struct gp_vmm_sizes z = { NULL, 0, 0, false };
 	uint64_t n = 0, excess, sum = 0, min = 0, left;
 	struct gp_dstream *ds;
@@ -663,9 +662,13 @@ static bool gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
 
 	if (used > p->used_hw)
 		p->used_hw = used;
-	budget = p->used_hw + (p->used_hw / GP_VMM_SLACK_DIV > p->gran ?
-			       p->used_hw / GP_VMM_SLACK_DIV : p->gran);
-	if (!need || p->st.mapped + need <= budget)
+	if (!need || ctx->dev_headroom_ppm == UINT64_MAX)
+		return false;
+	/* used_hw * ppm / 10^6 without overflow (ppm <= 10^7) */
+	room = p->used_hw / 1000000 * ctx->dev_headroom_ppm +
+	       p->used_hw % 1000000 * ctx->dev_headroom_ppm / 1000000;
+	budget = p->used_hw + (room > p->gran ? room : p->gran);
+	if (p->st.mapped + need <= budget)
 		return false;
 	/* The largest free spans first, as few as cover the excess; then,
 	 * if the spans kept made them fall short, any.

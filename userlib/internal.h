@@ -123,12 +123,23 @@ extern const struct gp_backend_ops gp_backend_kernel;
 
 struct gp_dpool;	/* dev.c */
 
+/* The virtual mode's default headroom: mapped bytes at most 1/11 (9.09%)
+ * above the most in use.  Less remaps more often (1/16 remapped ~20 times
+ * as often on the loader trace); more holds more idle memory.
+ */
+#define GP_DEV_HEADROOM_PPM	(1000000 / 11)
+
 /* The context ---------------------------------------------------------------- */
 
 struct gp_ctx {
 	struct gp_options opt;		/* after defaults and environment */
 	bool debug;
 	bool require_cuda;
+	/* Virtual-mode device pools: idle mapped bytes allowed above the
+	 * most in use, in millionths of it (GPUPOOL_DEV_HEADROOM);
+	 * UINT64_MAX: never unmap before a new mapping.
+	 */
+	uint64_t dev_headroom_ppm;
 	int backend;			/* GP_BACKEND_KERNEL / USER */
 	const struct gp_backend_ops *ops;
 	int numa_node;			/* resolved, -1 = none */
