@@ -592,21 +592,40 @@ static void replay_row(const struct trace *t, const char *mode, const struct rep
  * does not know, 1.10 for transformer_lm_step and the generated gen_*
  * traces; at most one granule above live for the MiniMalloc ones), nothing
  * mapped after the trace and a trim, and replay within 1.3x of the
- * segments' ns/op.
+ * segments' ns/op (the median of paired rounds).
  */
+#define REPLAY_ROUNDS	5
+
 static void trace_bench(const char *path)
 {
+	double seg_ns[REPLAY_ROUNDS], vm_ns[REPLAY_ROUNDS], ratio[REPLAY_ROUNDS];
 	struct replay seg, vm;
-	double live, factor;
+	double live, factor, speed;
 	char err[256];
 	struct trace t;
+	int k;
 
 	if (trace_load(path, &t, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);
 		return;
 	}
-	if (replay(&t, GP_OPEN_DEV_SEGMENTS, &seg) || replay(&t, 0, &vm))
-		goto out;
+	/* The modes in turn, REPLAY_ROUNDS pairs, the order alternating:
+	 * the speed target reads the median of the pairs' ratios, so a burst
+	 * of outside load (this machine has them, 0.5 s and longer, at about
+	 * half speed) that slows one mode of one pair decides nothing.
+	 * Placement and stats are the same in every round.
+	 */
+	for (k = 0; k < REPLAY_ROUNDS; k++) {
+		if (k & 1 ? replay(&t, 0, &vm) || replay(&t, GP_OPEN_DEV_SEGMENTS, &seg) :
+			    replay(&t, GP_OPEN_DEV_SEGMENTS, &seg) || replay(&t, 0, &vm))
+			goto out;
+		seg_ns[k] = seg.ns;
+		vm_ns[k] = vm.ns;
+		ratio[k] = vm.ns / seg.ns;
+	}
+	seg.ns = median(seg_ns, REPLAY_ROUNDS);
+	vm.ns = median(vm_ns, REPLAY_ROUNDS);
+	speed = median(ratio, REPLAY_ROUNDS);
 	replay_row(&t, "segments", &seg);
 	if (vm.mode != GP_DEV_VIRTUAL) {
 		printf("%-24s virtual mode not available on this device: no targets\n",
@@ -631,9 +650,10 @@ static void trace_bench(const char *path)
 	target(vm.left_mapped == 0 && vm.left_reserved == 0,
 	       "%s: after the trace and a trim, %llu bytes mapped", t.name,
 	       (unsigned long long)vm.left_mapped);
-	target(vm.ns <= 1.3 * seg.ns,
-	       "%s: replay %.1f ns/op = x%.2f of the segments' %.1f (<= x1.30)",
-	       t.name, vm.ns, vm.ns / seg.ns, seg.ns);
+	target(speed <= 1.3,
+	       "%s: replay %.1f ns/op = x%.2f of the segments' %.1f (median of %d paired rounds, x%.2f-x%.2f; <= x1.30)",
+	       t.name, vm.ns, speed, seg.ns, REPLAY_ROUNDS, ratio[0],
+	       ratio[REPLAY_ROUNDS - 1]);
 out:
 	trace_free(&t);
 }
