@@ -1312,6 +1312,7 @@ uint64_t bfc_take_free_spans(struct bfc *b, uint64_t align,
 int bfc_split(struct bfc *b, bfc_handle_t h, uint64_t size, bfc_handle_t *rest)
 {
 	struct bfc_chunk *C, *c, *x;
+	uint64_t xs;
 	uint32_t n;
 
 	if (!handle_in_use(b, h) || !size || (size & b->gmask) ||
@@ -1321,17 +1322,11 @@ int bfc_split(struct bfc *b, bfc_handle_t h, uint64_t size, bfc_handle_t *rest)
 		return -BFC_ENOMEM;
 	C = b->chunks;
 	n = slot_get(b, C);
+	xs = C[h].size - size;
+	split_back(C, h, n, xs, bfc__class_of(b, xs));
 	c = &C[h];
 	x = &C[n];
-	x->addr = c->addr + size;
-	x->size = c->size - size;
-	x->prev = h;
-	x->next = c->next;
-	C[c->next].prev = n;
-	c->next = n;
-	c->size = size;
 	c->cls = (uint16_t)bfc__class_of(b, size);
-	x->cls = (uint16_t)bfc__class_of(b, x->size);
 	x->flags = c->flags;	/* LIVE | HELD, and TAGGED with h's tag */
 	x->u.tag = c->u.tag;
 	x->u.alloc_id = ++b->st.nr_allocs;

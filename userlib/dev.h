@@ -128,8 +128,9 @@ int gp_vmm_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 /* Nothing mapped in ds holds `size` bytes: map the fewest granules that
  * make room for it, in a hole beside mapped free space or at the region's
  * top (growing it).  When the pool's mapped bytes would then exceed its
- * budget (the headroom, default 1/11, above the most bytes in use, pending ones and the request
- * counted, since the last gp_dev_trim; at least a granule above), the
+ * budget (the most bytes in use since the last gp_dev_trim, pending ones
+ * and the request counted, plus the headroom, default 1/11 of that, at
+ * least a granule), the
  * largest free spans of every stream that cover the excess are unmapped
  * first, so that what stays mapped follows what is in use rather than the
  * most the pool ever held.  0, -ENOMEM, -EIO.

@@ -10,8 +10,8 @@
  * lying wholly in free chunks and takes each run of them out of the free
  * space as a hole chunk (bfc_take_free_spans), so that best fit only ever
  * chooses mapped memory.  When nothing mapped holds a request, the pool
- * first trims if its idle mapped bytes exceed the slack (gp_vmm_before_growth),
- * then maps the fewest granules that make room: part or all of a hole
+ * first unmaps idle granules if the mapping would pass its budget
+ * (gp_vmm_before_growth), then maps the fewest granules that make room: part or all of a hole
  * beside free space, or a growth of the region's top (gp_vmm_place).  So
  * granules are mapped only when the live bytes need them, and unmapped in
  * batches, at most once per new mapping.  Every function runs under the

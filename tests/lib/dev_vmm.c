@@ -41,6 +41,13 @@ static struct gp_dev_stats stats(struct gp_ctx *ctx)
 	EXPECT_EQ(_s.mapped, _s.reserved);				\
 } while (0)
 
+/* Close ctx: the double then holds no reservation and saw no violation. */
+#define EXPECT_CLOSED_CLEAN(rt, ctx) do {				\
+	gp_close(ctx);							\
+	EXPECT_EQ(0, rt_counts(rt).reservations);			\
+	EXPECT_TRUE(rt_clean(rt)) TH_LOG("%s", (rt)->last_violation());	\
+} while (0)
+
 TEST(mode_chosen)
 {
 	struct gp_options o;
@@ -131,9 +138,7 @@ TEST(grows_by_granules_and_coalesces)
 	EXPECT_EQ(0, stats(ctx).mapped);
 	EXPECT_EQ(0, rt_counts(&rt).handles);
 	EXPECT_EQ(0, rt_counts(&rt).mapped);
-	gp_close(ctx);
-	EXPECT_EQ(0, rt_counts(&rt).reservations);
-	EXPECT_TRUE(rt_clean(&rt)) TH_LOG("%s", rt.last_violation());
+	EXPECT_CLOSED_CLEAN(&rt, ctx);
 }
 
 TEST(trim_unmaps_free_granules_anywhere)
@@ -178,9 +183,7 @@ TEST(trim_unmaps_free_granules_anywhere)
 	ASSERT_EQ(0, gp_dev_trim(ctx, -1, NULL));
 	EXPECT_EQ(0, stats(ctx).mapped);
 	EXPECT_EQ(0, rt_counts(&rt).handles);
-	gp_close(ctx);
-	EXPECT_EQ(0, rt_counts(&rt).reservations);
-	EXPECT_TRUE(rt_clean(&rt)) TH_LOG("%s", rt.last_violation());
+	EXPECT_CLOSED_CLEAN(&rt, ctx);
 }
 
 /* Best fit sees only mapped free space: with an unmapped hole that would
@@ -228,9 +231,7 @@ TEST(mapped_free_space_before_a_hole)
 	EXPECT_EQ(0, stats(ctx).mapped);
 	EXPECT_EQ(0, stats(ctx).segments);
 	EXPECT_EQ(0, rt_counts(&rt).handles);
-	gp_close(ctx);
-	EXPECT_EQ(0, rt_counts(&rt).reservations);
-	EXPECT_TRUE(rt_clean(&rt)) TH_LOG("%s", rt.last_violation());
+	EXPECT_CLOSED_CLEAN(&rt, ctx);
 }
 
 /* A queue of large buffers of three sizes (a data loader's prefetch
@@ -303,9 +304,7 @@ static void queue_run(struct __test_metadata *_metadata, struct rt *rtp,
 	EXPECT_EQ(0, stats(ctx).mapped);
 	EXPECT_EQ(0, rt_counts(&rt).handles);
 	EXPECT_EQ(0, rt_counts(&rt).mapped);
-	gp_close(ctx);
-	EXPECT_EQ(0, rt_counts(&rt).reservations);
-	EXPECT_TRUE(rt_clean(&rt)) TH_LOG("%s", rt.last_violation());
+	EXPECT_CLOSED_CLEAN(&rt, ctx);
 }
 
 TEST(mapped_follows_in_use_in_a_queue)
