@@ -89,13 +89,31 @@ struct gp_counters {
  * the occupancy map (GP_MAP_CELLS parts of [0, space), cell bytes each,
  * the last one with the remainder too).  bfc's in-use chunks include the
  * released ones it has not had back yet (zeroing, quarantined).
+ *
+ * An allocation only notes what it changed (notes[]); the notes are added
+ * into the figures by gp_fig_settle() (the zeroing worker's next free,
+ * any reader, or the allocation that fills the last note), so that ALLOC,
+ * whose latency users wait on, does no more than a few stores here.  The
+ * figures are sums, so the order in which changes are added does not
+ * matter; only a reader must settle first.
  */
+#define GP_FIG_NOTES	8	/* a node (with its figures) stays in 4 KiB */
+
+struct gp_fig_note {
+	u64 offset;		/* the chunk handed out */
+	u64 size;		/* its bytes (the rounded request) */
+	u64 requested;
+	u64 from;		/* the free chunk it was cut from */
+};
+
 struct gp_figures {
 	u64 space;
 	u64 cell;
 	struct bfc_bin_stats bins[BFC_NR_BINS];
 	u64 map_used[GP_MAP_CELLS];
 	u64 map_free[GP_MAP_CELLS];
+	unsigned int nr_notes;
+	struct gp_fig_note notes[GP_FIG_NOTES];
 };
 
 struct gp_node {
@@ -214,6 +232,7 @@ int gp_fig_add_region(struct gp_figures *f, struct bfc *b, u64 base,
 		      u64 size);
 int gp_fig_alloc(struct gp_figures *f, struct bfc *b, u64 size,
 		 bfc_handle_t *h, u64 *addr);
+void gp_fig_settle(struct gp_figures *f);
 int gp_fig_free(struct gp_figures *f, struct bfc *b, bfc_handle_t h,
 		u64 addr, u64 size, u64 requested);
 
