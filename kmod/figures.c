@@ -155,26 +155,6 @@ void gp_fig_settle(struct gp_figures *f)
 	f->nr_notes = 0;
 }
 
-int gp_fig_alloc(struct gp_figures *f, struct bfc *b, u64 size,
-		 bfc_handle_t *h, u64 *addr)
-{
-	struct gp_fig_note *n;
-	u64 from;
-	int ret;
-
-	ret = bfc_alloc_from(b, size, h, addr, &from);
-	if (ret)
-		return ret;
-	n = &f->notes[f->nr_notes++];
-	n->offset = *addr;
-	n->size = PAGE_ALIGN(size);
-	n->requested = size;
-	n->from = from;
-	if (f->nr_notes == GP_FIG_NOTES)
-		gp_fig_settle(f);
-	return 0;
-}
-
 int gp_fig_free(struct gp_figures *f, struct bfc *b, bfc_handle_t h,
 		u64 addr, u64 size, u64 requested)
 {
