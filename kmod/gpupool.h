@@ -238,8 +238,9 @@ int gp_fig_free(struct gp_figures *f, struct bfc *b, bfc_handle_t h,
 
 /*
  * bfc_alloc() for a sub-pool, noting what it changed for the figures (see
- * struct gp_figures).  Inline: under TCG, where the kmod bench runs, a call
- * and its return cost about what the rest of it costs.
+ * struct gp_figures).  Inline, as the rest of ALLOC's path is: the kmod
+ * bench holds ALLOC to within 5% of the module before the figures
+ * (bench/README.md).
  */
 static inline int gp_fig_alloc(struct gp_figures *f, struct bfc *b, u64 size,
 			       bfc_handle_t *h, u64 *addr)
