@@ -111,7 +111,7 @@ static struct seg_maps segment_maps(const void *p)
 		long size_kb, locked_kb;
 	} v[64];
 	FILE *f = fopen("/proc/self/smaps", "r");
-	unsigned long a = (unsigned long)(uintptr_t)p;
+	unsigned long a = (unsigned long)(uintptr_t)p, lo, hi;
 	struct seg_maps m = { -1, 0, 0 };
 	int n = 0, in = 0, i, first, last;
 	char line[512];
@@ -120,10 +120,11 @@ static struct seg_maps segment_maps(const void *p)
 	if (!f)
 		return m;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &v[n < 64 ? n : 63].lo,
-			   &v[n < 64 ? n : 63].hi) == 2) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
 			in = n < 64 && strstr(line, "memfd:gpupool") != NULL;
 			if (in) {
+				v[n].lo = lo;
+				v[n].hi = hi;
 				v[n].size_kb = v[n].locked_kb = 0;
 				n++;
 			}
