@@ -34,7 +34,9 @@ KVER   ?= $(shell $(TOP)/scripts/default-kver.sh)
 # kmod/proc.c` finds it.  Its sources (kmod, core, include, Kbuild) come
 # from git and build with its own scripts/build-module.sh.
 KMOD_BASE_REV ?= 784ca9af9e94f37090b4547c0b09367ba0e84db7
-KB_BASE := $(O)/bench/kmod-baseline
+# A directory per revision: git archive gives the files their commit's
+# time, so objects built from another revision could look newer than them.
+KB_BASE := $(O)/bench/kmod-baseline/$(KMOD_BASE_REV)
 BASE_KO := $(KB_BASE)/$(KVER)/gpupool.ko
 HAVE_BASE := $(if $(KMOD_BASE_REV),$(shell git -C $(TOP) cat-file -e \
 	$(KMOD_BASE_REV)^{commit} 2>/dev/null && echo 1))

@@ -910,21 +910,27 @@ static __always_inline int alloc_done(struct bfc *b, struct bfc_chunk *C,
 	return 0;
 }
 
+/* Tell the caller the handle, the address and (bfc_alloc_from()) the size
+ * of the free chunk it was cut from.
+ */
 static __always_inline void alloc_tell(bfc_handle_t *hp, uint64_t *ap,
-				       uint32_t h, uint64_t addr)
+				       uint64_t *fp, uint32_t h, uint64_t addr,
+				       uint64_t from)
 {
 	if (hp)
 		*hp = h;
 	if (ap)
 		*ap = addr;
+	if (fp)
+		*fp = from;
 }
 
-/* Every case of bfc_alloc(), including those it leaves to this. */
+/* Every case of alloc(), including those it leaves to this. */
 static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
-			       uint64_t *ap)
+			       uint64_t *ap, uint64_t *fp)
 {
 	struct bfc_chunk *C;
-	uint64_t r, cs;
+	uint64_t r, cs, from;
 	uint32_t h, n;
 	bool cut = false;
 
@@ -947,6 +953,7 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 	if (cut && slot_reserve(b, 1))
 		goto nomem;
 	C = b->chunks;		/* may have moved */
+	from = cs;
 	if (cut) {
 		n = slot_get(b, C);
 		split(b, C, h, n, r, bfc__class_of(b, r));
@@ -957,7 +964,7 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 		bfc__class_remove(b, C, h);
 		b->st.chunks_free--;
 	}
-	alloc_tell(hp, ap, h, C[h].addr);
+	alloc_tell(hp, ap, fp, h, C[h].addr, from);
 	return alloc_done(b, C, h, C[h].addr, size, cs);
 nomem:
 	b->st.failed_allocs++;
@@ -967,9 +974,11 @@ nomem:
 /* The common case, with no call (so nothing to save and restore): the fit
  * is alone in its class; its rest, if split off, stays in that class or
  * goes to an empty one; a slot is at hand.  Anything else goes, before any
- * change, to alloc_slow().
+ * change, to alloc_slow().  bfc_alloc() and bfc_alloc_from() are this,
+ * with fp NULL or not.
  */
-int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
+static __always_inline int alloc(struct bfc *b, uint64_t size,
+				 bfc_handle_t *hp, uint64_t *ap, uint64_t *fp)
 {
 	struct bfc_chunk *C = b->chunks, *c;
 	uint64_t r = size - 1, cs, rest, bits, wbits, addr;
@@ -1012,17 +1021,28 @@ int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
 		/* Nothing fails from here. */
 		b->free_slot = C[n].next;
 		addr = split(b, C, h, n, r, kr);
-		alloc_tell(hp, ap, n, addr);
+		alloc_tell(hp, ap, fp, n, addr, cs);
 		if (kn != k)
 			bfc__class_move(b, C, k, kn, h);
 		return alloc_done(b, C, n, addr, size, r);
 	}
-	alloc_tell(hp, ap, h, addr);
+	alloc_tell(hp, ap, fp, h, addr, cs);
 	bfc__class_clear(b, k);
 	b->st.chunks_free--;
 	return alloc_done(b, C, h, addr, size, cs);
 slow:
-	return alloc_slow(b, size, hp, ap);
+	return alloc_slow(b, size, hp, ap, fp);
+}
+
+int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
+{
+	return alloc(b, size, hp, ap, NULL);
+}
+
+int bfc_alloc_from(struct bfc *b, uint64_t size, bfc_handle_t *hp,
+		   uint64_t *ap, uint64_t *fp)
+{
+	return alloc(b, size, hp, ap, fp);
 }
 
 /* Free ------------------------------------------------------------------------ */

@@ -186,6 +186,15 @@ uint64_t bfc_remove_free_regions(struct bfc *b,
  * On success *h and *addr (either may be NULL) receive the chunk.
  */
 int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *h, uint64_t *addr);
+/* As bfc_alloc(), and *from (may be NULL) is the size of the free chunk
+ * the allocation was taken from: the chunk handed out is one end of it, and
+ * the rest, if any, stays free beside it (free chunks never touch, so the
+ * rest is a free chunk of its own).  A caller that keeps figures by free
+ * chunk size (the module's /proc bins) learns what changed without looking
+ * at the neighbours.
+ */
+int bfc_alloc_from(struct bfc *b, uint64_t size, bfc_handle_t *h,
+		   uint64_t *addr, uint64_t *from);
 /* Free by handle / by start address.  A handle or address that does not
  * name a chunk in use -> -EINVAL (counted in stats.bad_frees; nothing
  * changes).  Coalesces with free neighbours in the same region.

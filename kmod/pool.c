@@ -499,8 +499,10 @@ static void gp_node_read(struct gp_node *n, struct gpupool_pool_stats *s,
 
 	gp_node_lock(n);
 	bfc_get_stats(n->bfc, &st);
-	if (map)
+	if (map) {
+		gp_fig_settle(&n->fig);
 		map->fig = n->fig;
+	}
 	spin_lock(&n->stat_lock);
 	c = n->c;
 	if (map) {

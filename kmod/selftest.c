@@ -167,6 +167,7 @@ static int gp_st_check_figures(struct gp_st *t, unsigned int op)
 	struct gp_figures *w = &t->walk;
 	unsigned int i;
 
+	gp_fig_settle(&t->fig);		/* as any reader does */
 	gp_figures_init(w, GP_ST_SPACE);
 	bfc_for_each_chunk(t->b, gp_st_walk_chunk, w);
 	for (i = 0; i < BFC_NR_BINS; i++) {

@@ -24,11 +24,12 @@
  *    shmem THP allowed (/sys/kernel/mm/transparent_hugepage/shmem_enabled
  *    advise, within_size or always), MADV_POPULATE_WRITE faults in the
  *    2 MiB pages MADV_HUGEPAGE above asks for.  Kernels before 5.14 (no
- *    MADV_POPULATE_*) touch a byte a page instead.  A large pool segment
- *    is made by several threads, a memfd each mapped side by side
- *    (gp_user_map_parts(); GPUPOOL_POPULATE_THREADS, default the CPUs this
- *    process may run on that nothing else is running on).  Hugetlb segments
- *    (and kernels without mlock2) are faulted by a plain mlock(), as before.
+ *    MADV_POPULATE_*) touch a byte a page instead.  A pool segment of
+ *    2 MiB or more is made by several threads, a memfd each mapped side by
+ *    side (gp_user_map_parts(); GPUPOOL_POPULATE_THREADS, default the CPUs
+ *    this process may run on that nothing else is running on).  Hugetlb
+ *    segments (and kernels without mlock2) are faulted by a plain mlock(),
+ *    as before.
  *  - mlock() is called through syscall(): AddressSanitizer's interceptor
  *    turns mlock() into a no-op, which would hide the limit from the tests.
  *  - Descriptors of segments that are not shared are closed right after
@@ -67,8 +68,12 @@
 #define MLOCK_ONFAULT	0x01
 #endif
 
-/* A population thread is worth its start for this much at least. */
-#define GP_POPULATE_MIN	(16ull << 20)
+/* A population thread is worth its start for this much at least: two
+ * threads make and free a 2 MiB segment (the small pool's) in 0.75-0.85x
+ * the time of one on the project's 2-core machine (bench/README.md), so
+ * even the smallest segment is split when a second CPU is idle.
+ */
+#define GP_POPULATE_MIN	(1ull << 20)
 #define GP_POPULATE_MAX_THREADS	256
 
 /* A node list for a message: as much as fits, "..." where it was cut. */
@@ -213,9 +218,18 @@ static long gp_tasks_running(void)
 	return p ? strtol(p, NULL, 10) : 0;
 }
 
+/* What one population thread makes at least: GP_POPULATE_MIN, or a huge
+ * page where shmem THP may map them (a part's file offset 0 must then fall
+ * on a huge page).
+ */
+static uint64_t gp_populate_unit(const struct gp_ctx *ctx)
+{
+	return ctx->shmem_thp ? GP_HUGE_PAGE : GP_POPULATE_MIN;
+}
+
 /*
- * Threads to fault in a new segment of size bytes: one per GP_POPULATE_MIN
- * bytes at most, and GPUPOOL_POPULATE_THREADS or the CPUs this process
+ * Threads to fault in a new segment of size bytes: one per population unit
+ * at most, and GPUPOOL_POPULATE_THREADS or the CPUs this process
  * may use.  Without GPUPOOL_POPULATE_THREADS, only as many as there are
  * CPUs nobody else wants now: a thread that must wait for a CPU only adds
  * its start and its hand-over to the work.
@@ -225,8 +239,8 @@ static unsigned int gp_populate_threads(struct gp_ctx *ctx, uint64_t size)
 	uint64_t n = ctx->populate_threads;
 	long busy;
 
-	if (n > size / GP_POPULATE_MIN)
-		n = size / GP_POPULATE_MIN;
+	if (n > size / gp_populate_unit(ctx))
+		n = size / gp_populate_unit(ctx);
 	if (n >= 2 && !ctx->populate_threads_set) {
 		busy = gp_tasks_running() - 1;	/* others than this one */
 		if (busy > 0)
@@ -554,13 +568,15 @@ static int gp_lock_populate(struct gp_ctx *ctx, void *addr, uint64_t size,
 }
 
 /* The parts of a segment of size bytes for n threads: the size of each but
- * the last, whole fill pieces.
+ * the last, whole population units.
  */
-static uint64_t gp_part_size(uint64_t size, unsigned int n)
+static uint64_t gp_part_size(const struct gp_ctx *ctx, uint64_t size,
+			     unsigned int n)
 {
+	uint64_t unit = gp_populate_unit(ctx);
 	uint64_t per = (size + n - 1) / n;
 
-	return (per + GP_FILL_PIECE - 1) & ~(GP_FILL_PIECE - 1);
+	return (per + unit - 1) & ~(unit - 1);
 }
 
 /*
@@ -596,7 +612,7 @@ static int gp_user_settle(struct gp_ctx *ctx, struct gp_seg *seg, void *addr,
 static int gp_user_map_parts(struct gp_ctx *ctx, struct gp_seg *seg,
 			     uint64_t size, unsigned int threads)
 {
-	uint64_t part = gp_part_size(size, threads), off, len;
+	uint64_t part = gp_part_size(ctx, size, threads), off, len;
 	unsigned int parts = (unsigned int)((size + part - 1) / part), i, nfd = 0;
 	int fds[GP_POPULATE_MAX_THREADS];
 	char *raw, *base;

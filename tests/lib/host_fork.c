@@ -90,39 +90,77 @@ TEST(child_shares_buffers_many_threads)
 	fork_round(_metadata, "5");
 }
 
-/* The "Locked:" kB of the mappings in [p, p + n), from /proc/self/smaps
- * (pages mapped in a locked mapping: a page that is only in the file, or
- * mapped unlocked, does not count); -1 when unreadable.
+static int shmem_thp_allowed(void);
+
+/* The segment holding p, from /proc/self/smaps: the mapping that holds
+ * it and the memfd mappings side by side with it (a segment made by
+ * several threads is a file each).
  */
-static long locked_kb(void *p, size_t n)
+struct seg_maps {
+	int maps;	/* -1: unreadable */
+	long size_kb;
+	long locked_kb;	/* pages mapped in a locked mapping (a page only in
+			 * the file, or mapped unlocked, does not count)
+			 */
+};
+
+static struct seg_maps segment_maps(const void *p)
 {
+	struct vma {
+		unsigned long lo, hi;
+		long size_kb, locked_kb;
+	} v[64];
 	FILE *f = fopen("/proc/self/smaps", "r");
-	unsigned long lo, hi, a = (unsigned long)(uintptr_t)p;
-	char line[256];
-	long v, sum = -1;
-	int in = 0;
+	unsigned long a = (unsigned long)(uintptr_t)p, lo, hi;
+	struct seg_maps m = { -1, 0, 0 };
+	int n = 0, in = 0, i, first, last;
+	char line[512];
+	long kb;
 
 	if (!f)
-		return -1;
+		return m;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
-			in = lo >= a && hi <= a + n;
-		else if (in && sscanf(line, "Locked: %ld", &v) == 1)
-			sum = (sum < 0 ? 0 : sum) + v;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+			in = n < 64 && strstr(line, "memfd:gpupool") != NULL;
+			if (in) {
+				v[n].lo = lo;
+				v[n].hi = hi;
+				v[n].size_kb = v[n].locked_kb = 0;
+				n++;
+			}
+		} else if (in && sscanf(line, "Size: %ld", &kb) == 1) {
+			v[n - 1].size_kb = kb;
+		} else if (in && sscanf(line, "Locked: %ld", &kb) == 1) {
+			v[n - 1].locked_kb = kb;
+		}
 	}
 	fclose(f);
-	return sum;
+	for (i = 0; i < n && !(v[i].lo <= a && a < v[i].hi); i++)
+		;
+	if (i == n)
+		return m;
+	for (first = i; first > 0 && v[first - 1].hi == v[first].lo; first--)
+		;
+	for (last = i; last + 1 < n && v[last].hi == v[last + 1].lo; last++)
+		;
+	m.maps = last - first + 1;
+	for (i = first; i <= last; i++) {
+		m.size_kb += v[i].size_kb;
+		m.locked_kb += v[i].locked_kb;
+	}
+	return m;
 }
 
 /* A new user-backend segment, made by one thread or by several (a file
  * each), is locked and resident in full before the allocation returns,
- * and reads zero.
+ * and reads zero; parts is the number of files it must be made of when
+ * shmem THP is off (0: not checked).
  */
-static void locked_round(struct __test_metadata *_metadata, const char *threads)
+static void locked_round(struct __test_metadata *_metadata, const char *threads,
+			 size_t size, int parts)
 {
-	const size_t size = 80u << 20;
+	struct seg_maps m;
 	struct gp_ctx *ctx;
-	long locked;
 	size_t i;
 	char *p;
 
@@ -133,9 +171,15 @@ static void locked_round(struct __test_metadata *_metadata, const char *threads)
 		SKIP(return, "needs the user backend");
 	}
 	ASSERT_EQ(0, gp_host_alloc(ctx, size, 0, (void **)&p)) TH_LOG("%s", gp_last_error(ctx));
-	locked = locked_kb(p, size);
-	ASSERT_LE((long)(size >> 10), locked)
-		TH_LOG("%ld kB of a %zu kB buffer mapped and locked", locked, size >> 10);
+	m = segment_maps(p);
+	ASSERT_LT(0, m.maps) TH_LOG("no memfd mapping holds the buffer");
+	ASSERT_LE((long)(size >> 10), m.size_kb);
+	ASSERT_EQ(m.size_kb, m.locked_kb)
+		TH_LOG("%ld kB of a %ld kB segment mapped and locked", m.locked_kb, m.size_kb);
+	if (parts && !shmem_thp_allowed())
+		ASSERT_EQ(parts, m.maps)
+			TH_LOG("a %ld kB segment made by %s threads is %d files",
+			       m.size_kb, threads, m.maps);
 	for (i = 0; i < size; i += 4096)
 		ASSERT_EQ(0, p[i]) TH_LOG("byte %zu of a new buffer is not zero", i);
 	ASSERT_EQ(0, gp_host_free(ctx, p));
@@ -144,12 +188,18 @@ static void locked_round(struct __test_metadata *_metadata, const char *threads)
 
 TEST(new_segment_locked_one_thread)
 {
-	locked_round(_metadata, "1");
+	locked_round(_metadata, "1", 80u << 20, 1);
 }
 
 TEST(new_segment_locked_many_threads)
 {
-	locked_round(_metadata, "3");
+	locked_round(_metadata, "3", 80u << 20, 3);
+}
+
+/* The small pool's 2 MiB segment is made by two threads, a MiB each. */
+TEST(small_segment_locked_two_threads)
+{
+	locked_round(_metadata, "2", 1000, 2);
 }
 
 /* Under a file size limit (ulimit -f) smaller than a segment, a new pool
@@ -275,7 +325,7 @@ TEST(shmem_huge_pages_when_allowed)
 	ASSERT_LE((long)(size >> 10) / 2, after - before)
 		TH_LOG("ShmemHugePages + FileHugePages grew by %ld kB for a %zu kB buffer",
 		       after - before, size >> 10);
-	ASSERT_LE((long)(size >> 10), locked_kb(p, size));
+	ASSERT_LE((long)(size >> 10), segment_maps(p).locked_kb);
 	fill(p, size, 3);
 	ASSERT_TRUE(check_fill(p, size, 3));
 	ASSERT_EQ(0, gp_host_free(ctx, p));

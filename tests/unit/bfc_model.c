@@ -263,8 +263,10 @@ static int do_alloc(struct __test_metadata *_metadata,
 		     const FIXTURE_VARIANT(model) *variant, uint64_t size)
 {
 	bfc_handle_t h = 0;
-	uint64_t a = 0, ma = 0;
-	int rc = bfc_alloc(self->b, size, &h, &a);
+	uint64_t a = 0, ma = 0, from = 0, prev, next;
+	/* Both entry points, by the size's last bit (no extra random draw). */
+	int rc = size & 1 ? bfc_alloc_from(self->b, size, &h, &a, &from) :
+			    bfc_alloc(self->b, size, &h, &a);
 	int mrc = m_alloc(&self->m, size, &ma);
 	struct bfc_chunk_info i;
 	const struct mchunk *c;
@@ -285,6 +287,16 @@ static int do_alloc(struct __test_metadata *_metadata,
 		(unsigned long long)size, (unsigned long long)i.size,
 		(unsigned long long)c->size, (unsigned long long)i.alloc_id,
 		(unsigned long long)c->alloc_id);
+	/* bfc_alloc_from: the free chunk it was cut from is the chunk and
+	 * the free chunks now beside it.
+	 */
+	MASSERT(bfc_free_neighbours(self->b, h, &prev, &next) == 0,
+		"free_neighbours(%u)", h);
+	MASSERT(!(size & 1) || from == prev + i.size + next,
+		"alloc_from(%llu): from %llu, chunk %llu + free beside %llu + %llu",
+		(unsigned long long)size, (unsigned long long)from,
+		(unsigned long long)i.size, (unsigned long long)prev,
+		(unsigned long long)next);
 	self->live[self->nlive].h = h;
 	self->live[self->nlive].addr = a;
 	self->nlive++;
