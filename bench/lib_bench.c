@@ -85,7 +85,7 @@ static double median(double *v, int n)
  * highest pair.  A burst of outside load that slows one side of one pair
  * decides nothing.  Sorts x and y.
  */
-#define PAIRS_MAX	15
+#define PAIRS_MAX	41
 
 struct pairs {
 	double x, y;		/* medians */
@@ -284,6 +284,28 @@ static struct spread host_cached[NR_HOST_SIZES];
  */
 static struct pairs host_pairs[NR_HOST_SIZES];
 
+/* Pairs per size: ~4 s at 64 MiB (a single pair there moves 0.4-1.6x,
+ * and 15 pairs left the median +-3% from run to run), ~6 s at 256 MiB,
+ * ~11 s at 1 GiB.
+ */
+static int cold_pairs_for(size_t size)
+{
+	return size <= (64ul << 20) ? PAIRS_MAX : size <= (256ul << 20) ? 15 : 7;
+}
+
+/*
+ * One timed run of m after an untimed one of the same: in this VM an
+ * anonymous 1 GiB mmap right after the library freed its 1 GiB segment
+ * took 1.5-1.7x its time after its own munmap (620-714 ms against 410 ms;
+ * at 64-512 MiB no difference), so neither side may time the other's
+ * after-effects.
+ */
+static double run_after_same(enum method m, size_t size)
+{
+	run(m, size, 1, 1);
+	return run(m, size, 1, 1);
+}
+
 static void run_cold_pairs(size_t size, int n, double *r, struct pairs *cp)
 {
 	double cold[PAIRS_MAX], mm[PAIRS_MAX];
@@ -291,11 +313,11 @@ static void run_cold_pairs(size_t size, int n, double *r, struct pairs *cp)
 
 	for (i = 0; i < n; i++) {
 		if (i & 1) {
-			mm[i] = run(M_MMAP_LOCKED, size, 1, 1);
-			cold[i] = run(M_GP_COLD, size, 1, 1);
+			mm[i] = run_after_same(M_MMAP_LOCKED, size);
+			cold[i] = run_after_same(M_GP_COLD, size);
 		} else {
-			cold[i] = run(M_GP_COLD, size, 1, 1);
-			mm[i] = run(M_MMAP_LOCKED, size, 1, 1);
+			cold[i] = run_after_same(M_GP_COLD, size);
+			mm[i] = run_after_same(M_MMAP_LOCKED, size);
 		}
 	}
 	pairs_sum(cold, mm, n, cp);
@@ -337,8 +359,7 @@ static void host_bench(void)
 			if (!small && m == M_MMAP_LOCKED)
 				continue;	/* measured with the cold one */
 			if (!small && m == M_GP_COLD)
-				run_cold_pairs(size, size <= (256ul << 20) ?
-					       PAIRS_MAX : 7, r,
+				run_cold_pairs(size, cold_pairs_for(size), r,
 					       &host_pairs[s]);
 			else
 				r[m] = run((enum method)m, size, n,
