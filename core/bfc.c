@@ -11,7 +11,8 @@
  * by the lowest address; it is split (front part returned) by TF's rule,
  * plus PyTorch's max_split_size; a freed chunk coalesces with free physical
  * neighbours in its region.  The other placement policies (bfc.h) change
- * only the split rule (always split; age: a rest of 1/8 of the request)
+ * only the split rule (always split; age: a rest of 1/8 of the request
+ * into an empty class)
  * and which end of the chosen chunk is returned: bfc_create() turns the
  * policy into the split rule's fields and cut, and split() is the one
  * place that picks an end.  How it
@@ -352,7 +353,8 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 	/* The placement policy: the only place it is read.  EXACT,
 	 * SEGREGATE and HALF split whenever there is a rest; AGE when the
 	 * rest is at least 1/8 of the request (ratio test (r * 1) >> 3,
-	 * threshold split_threshold as TF's).  split() reads the end.
+	 * threshold split_threshold as TF's), but a rest TF's rule would
+	 * not split off only into an empty class.  split() reads the end.
 	 */
 	switch (p->policy) {
 	case BFC_POLICY_EXACT:
@@ -365,6 +367,7 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 		b->ratio_m1 = 1;
 		b->ratio_lim = UINT64_MAX;
 		b->ratio_shift = 3;
+		b->lone_rest = true;
 		break;
 	}
 	b->cut = p->policy == BFC_POLICY_SEGREGATE ? BFC_CUT_SMALL :
@@ -407,13 +410,18 @@ static noinline int rekey_slow(struct bfc *b, uint32_t h, uint32_t k)
 
 /* Free chunk x's key grew by a merge; k is the class of its new size.
  * Alone in a class it stays in, or moving to an empty one, it is done
- * here; the rest is rekey_slow()'s.
+ * here (for policies other than TF's without a branch on which); the
+ * rest is rekey_slow()'s.
  */
 static __always_inline int merged(struct bfc *b, struct bfc_chunk *C,
 				  uint32_t x, uint32_t k)
 {
 	uint32_t o = C[x].cls;
 
+	if (b->cut && likely(!b->cls[o].root) && (o == k || !b->cls[k].min)) {
+		bfc__class_shift(b, C, o, k, x);
+		return 0;
+	}
 	if (likely(!b->cls[o].root)) {
 		if (o == k)
 			return 0;
@@ -810,6 +818,24 @@ static __always_inline bool want_split(const struct bfc *b, uint64_t rest,
 		rest > (r * b->ratio_m1 - 1) >> b->ratio_shift);
 }
 
+/* Policy AGE: a rest smaller than the request (TF's rule would leave it in
+ * the chunk) and below split_thr is not split off when a free chunk other
+ * than h already waits in its class kn: the chunk is handed out whole
+ * (less than twice the request, as TF's rule allows).  Such slivers
+ * are rarely asked for; piled up in one class they only wait for a
+ * neighbour to merge them back, and every one made and merged is work
+ * the processor cannot predict (bench/README.md).  In the module the
+ * threshold is a page, so there it never applies.
+ */
+static __always_inline bool rest_crowded(const struct bfc *b, uint32_t h,
+					 uint64_t rest, uint64_t r, uint32_t kn)
+{
+	uint32_t m = b->cls[kn].min;
+
+	return b->lone_rest && rest < r && rest < b->split_thr && m &&
+	       (m != h || b->cls[kn].root);
+}
+
 /* Split free chunk h (indexed in its class) for a request of r bytes:
  * chunk n (a slot the caller took) gets its first r bytes and class kr
  * (r's); h keeps the rest, with its new key, and its place in the index,
@@ -948,7 +974,8 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 		if (r <= b->split_max)
 			goto nomem;
 	} else {
-		cut = want_split(b, cs - r, r);
+		cut = want_split(b, cs - r, r) &&
+		      !rest_crowded(b, h, cs - r, r, bfc__class_of(b, cs - r));
 	}
 	if (cut && slot_reserve(b, 1))
 		goto nomem;
@@ -1016,16 +1043,23 @@ static __always_inline int alloc(struct bfc *b, uint64_t size,
 	if (want_split(b, rest, r)) {
 		n = b->free_slot;
 		kn = bfc__class_of(b, rest);
-		if (unlikely(!n || (kn != k && b->cls[kn].min)))
+		if (unlikely(!n || (kn != k && b->cls[kn].min))) {
+			/* h is alone in class k: kn's chunks are others */
+			if (kn != k && rest_crowded(b, h, rest, r, kn))
+				goto whole;
 			goto slow;
+		}
 		/* Nothing fails from here. */
 		b->free_slot = C[n].next;
 		addr = split(b, C, h, n, r, kr);
 		alloc_tell(hp, ap, fp, n, addr, cs);
-		if (kn != k)
+		if (b->cut)
+			bfc__class_shift(b, C, k, kn, h);
+		else if (kn != k)
 			bfc__class_move(b, C, k, kn, h);
 		return alloc_done(b, C, n, addr, size, r);
 	}
+whole:
 	alloc_tell(hp, ap, fp, h, addr, cs);
 	bfc__class_clear(b, k);
 	b->st.chunks_free--;

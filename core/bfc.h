@@ -70,9 +70,12 @@ typedef uint32_t bfc_handle_t;
  *   or more from its low end.  The same segregation as SEGREGATE, with
  *   "small" measured against the free range it is cut from instead of a
  *   fixed size, so it holds at every scale.
- * BFC_POLICY_AGE: the chunk is split when the rest is at least 1/8 of
- *   the request (a chunk handed out is less than 9/8 of the rounded
- *   request) or at least split_threshold; the request is cut from the
+ * BFC_POLICY_AGE: the chunk is split when TF's rule splits it (the
+ *   rest is at least the request, or at least split_threshold), and
+ *   when the rest is at least 1/8 of the request and no other free
+ *   chunk is in the rest's size class (a chunk handed out is less than
+ *   9/8 of the rounded request unless such a sliver already waits;
+ *   the classes are those of bfc_internal.h); the request is cut from the
  *   end beside the chunk's older neighbour (allocated first; a region's
  *   edge counts as older than any chunk).  The rest stays beside the
  *   younger neighbour: chunks allocated close in time, which tend to be

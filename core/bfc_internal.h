@@ -161,6 +161,11 @@ struct bfc {
 	uint64_t ratio_m1;	/* split_ratio - 1 */
 	uint64_t ratio_lim;	/* largest r with r * ratio_m1 exact; 0: no ratio test */
 	uint32_t ratio_shift;	/* the ratio test is against (r * ratio_m1) >> this */
+	/* AGE: a rest below the request and split_thr (one TF's rule would
+	 * leave in the chunk) is split off only into an empty class (see
+	 * rest_crowded() in bfc.c).
+	 */
+	bool lone_rest;
 	/* Placement: which end of a split chunk a request is cut from
 	 * (BFC_CUT_*; BFC_CUT_LOW, 0, is TF's: always the low end).
 	 */
@@ -294,6 +299,27 @@ static __always_inline void bfc__class_move(struct bfc *b, struct bfc_chunk *C,
 	b->cls[kn].both = h;
 	C[h].cls = (uint16_t)kn;
 	b->cls_map[k >> 6] ^= (1ull << (k & 63)) | (1ull << (kn & 63));
+}
+
+/* As bfc__class_move(), but kn may also be k, and without a branch: the
+ * placement policies other than TF's move chunks between classes in an
+ * order the processor does not learn, where a mispredicted test costs
+ * more than the stores it would save (bench/README.md).  k's bit goes
+ * first, so kn == k leaves it set.
+ */
+static __always_inline void bfc__class_shift(struct bfc *b,
+					     struct bfc_chunk *C, uint32_t k,
+					     uint32_t kn, uint32_t h)
+{
+	uint64_t m = b->cls_map[k >> 6] & ~(1ull << (k & 63));
+
+	b->cls[k].both = 0;
+	b->cls[kn].both = h;
+	C[h].cls = (uint16_t)kn;
+	b->cls_map[k >> 6] = m;
+	b->word_map &= ~((uint64_t)(m == 0) << (k >> 6));
+	b->cls_map[kn >> 6] |= 1ull << (kn & 63);
+	b->word_map |= 1ull << (kn >> 6);
 }
 
 /* Take free chunk h out of its class; h's key is not looked at (it may

@@ -169,6 +169,52 @@ TEST(policy_age)
 	EXPECT_EQ(44 * KiB, a[3]);
 }
 
+/* age: a rest below the request is split off only into an empty size
+ * class.  Regions A (64 KiB at 0) and B (64 KiB at 1 MiB).  28 KiB at 0
+ * leaves 36 KiB of A; 32 KiB fits it best, with a 4 KiB rest whose class
+ * is empty: split, at A's top (beside the edge, older), the 4 KiB sliver
+ * at 28 KiB stays free.  28 KiB from B leaves 36 KiB there (TF's rule
+ * splits it); 32 KiB fits it with a 4 KiB rest again, but the sliver
+ * holds that class now: the whole 36 KiB is handed out.  Once the sliver
+ * is taken, the same request splits.
+ */
+TEST(policy_age_crowded_rest)
+{
+	struct bfc_chunk_info ci;
+	struct bfc_params p;
+	bfc_handle_t h;
+	uint64_t a;
+	struct bfc *b;
+
+	bfc_params_default(&p, 256);
+	p.policy = BFC_POLICY_AGE;
+	ASSERT_EQ(0, bfc_create(&b, &p));
+	ASSERT_EQ(0, bfc_add_region(b, 0, 64 * KiB, NULL));
+	ASSERT_EQ(0, bfc_add_region(b, 1 * MiB, 64 * KiB, NULL));
+	ASSERT_EQ(0, bfc_alloc(b, 28 * KiB, NULL, &a));
+	EXPECT_EQ(0, a);
+	ASSERT_EQ(0, bfc_alloc(b, 32 * KiB, &h, &a));
+	ASSERT_EQ(0, bfc_chunk_info(b, h, &ci));
+	EXPECT_EQ(32 * KiB, ci.addr);
+	EXPECT_EQ(32 * KiB, ci.size);		/* split: a 4 KiB sliver */
+	ASSERT_EQ(0, bfc_alloc(b, 28 * KiB, NULL, &a));
+	EXPECT_EQ(1 * MiB, a);
+	ASSERT_EQ(0, bfc_alloc(b, 32 * KiB, &h, &a));
+	ASSERT_EQ(0, bfc_chunk_info(b, h, &ci));
+	EXPECT_EQ(1 * MiB + 28 * KiB, ci.addr);
+	EXPECT_EQ(36 * KiB, ci.size);		/* whole: the class is taken */
+	CHECK(b);
+	ASSERT_EQ(0, bfc_free(b, h));
+	ASSERT_EQ(0, bfc_alloc(b, 4 * KiB, NULL, &a));
+	EXPECT_EQ(28 * KiB, a);			/* the sliver */
+	ASSERT_EQ(0, bfc_alloc(b, 32 * KiB, &h, &a));
+	ASSERT_EQ(0, bfc_chunk_info(b, h, &ci));
+	EXPECT_EQ(1 * MiB + 32 * KiB, ci.addr);
+	EXPECT_EQ(32 * KiB, ci.size);		/* split: the class is empty */
+	CHECK(b);
+	bfc_destroy(b);
+}
+
 /* Size 0 is a caller error: -EINVAL, not counted as a failed allocation. */
 TEST(size_zero_and_one)
 {

@@ -140,6 +140,11 @@ FIXTURE_VARIANT_ADD(model, age_crowded_256) {
 	.granularity = 256, .split_ratio = 2, .split_threshold = 128 * MiB,
 	.span = 4 * MiB, .grid = 1ull << 40, .few_sizes = 1, .target = 2000,
 };
+FIXTURE_VARIANT_ADD(model, age_module_4096) {
+	.label = "age_module_4096", .policy = BFC_POLICY_AGE,
+	.granularity = 4096, .split_ratio = 0, .split_threshold = 4096,
+	.span = 16 * MiB, .grid = 1ull << 32,
+};
 FIXTURE_VARIANT_ADD(model, age_byte_at_zero) {
 	.label = "age_byte_at_zero", .policy = BFC_POLICY_AGE,
 	.granularity = 1, .split_ratio = 3, .split_threshold = 100000,

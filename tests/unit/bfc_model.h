@@ -93,6 +93,34 @@ static uint64_t m_neighbour_id(const struct model *m, size_t i, size_t j)
 	return m->c[j].alloc_id;
 }
 
+/* The core's size class of a size of u granules (u >= 1), written out
+ * from its definition: one class per size below 32 granules, above that
+ * the power of two and the five bits after the leading one.
+ */
+static uint64_t m_class(uint64_t u)
+{
+	int top = 63 - __builtin_clzll(u);
+
+	if (u < 32)
+		return u;
+	return ((uint64_t)top << 8) | (u >> (top - 5));
+}
+
+/* Policy age: does a free chunk other than chunk i have the size class of
+ * a rest of the given size?
+ */
+static bool m_class_taken(const struct model *m, size_t i, uint64_t rest)
+{
+	uint64_t g = m->p.granularity;
+	size_t j;
+
+	for (j = 0; j < m->n; j++)
+		if (j != i && !m->c[j].used &&
+		    m_class(m->c[j].size / g) == m_class(rest / g))
+			return true;
+	return false;
+}
+
 static int m_alloc(struct model *m, uint64_t size, uint64_t *addr)
 {
 	uint64_t g = m->p.granularity, r, mss = m->p.max_split_size;
@@ -122,12 +150,16 @@ static int m_alloc(struct model *m, uint64_t size, uint64_t *addr)
 			split = true;
 		if (c->size - r >= m->p.split_threshold)
 			split = true;
-		/* age: a rest of 1/8 of the request or more (or the
-		 * threshold); the others but TF's: exact-size chunks
+		/* age: a rest of the request or more, or the threshold (TF's
+		 * rule), or of 1/8 of the request or more when no other
+		 * free chunk has its size class; the others but TF's:
+		 * exact-size chunks
 		 */
 		if (m->p.policy == BFC_POLICY_AGE)
-			split = 8 * (unsigned __int128)(c->size - r) >= r ||
-				c->size - r >= m->p.split_threshold;
+			split = c->size - r >= r ||
+				c->size - r >= m->p.split_threshold ||
+				(8 * (unsigned __int128)(c->size - r) >= r &&
+				 !m_class_taken(m, best, c->size - r));
 		else if (m->p.policy != BFC_POLICY_TF)
 			split = true;
 	}
