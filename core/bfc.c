@@ -418,15 +418,14 @@ static __always_inline int merged(struct bfc *b, struct bfc_chunk *C,
 {
 	uint32_t o = C[x].cls;
 
-	if (b->cut && likely(!b->cls[o].root) && (o == k || !b->cls[k].min)) {
-		bfc__class_shift(b, C, o, k, x);
-		return 0;
-	}
 	if (likely(!b->cls[o].root)) {
 		if (o == k)
 			return 0;
 		if (likely(!b->cls[k].min)) {
-			bfc__class_move(b, C, o, k, x);
+			if (b->cut)
+				bfc__class_shift(b, C, o, k, x);
+			else
+				bfc__class_move(b, C, o, k, x);
 			return 0;
 		}
 	}
@@ -1053,10 +1052,12 @@ static __always_inline int alloc(struct bfc *b, uint64_t size,
 		b->free_slot = C[n].next;
 		addr = split(b, C, h, n, r, kr);
 		alloc_tell(hp, ap, fp, n, addr, cs);
-		if (b->cut)
-			bfc__class_shift(b, C, k, kn, h);
-		else if (kn != k)
-			bfc__class_move(b, C, k, kn, h);
+		if (kn != k) {
+			if (b->cut)
+				bfc__class_shift(b, C, k, kn, h);
+			else
+				bfc__class_move(b, C, k, kn, h);
+		}
 		return alloc_done(b, C, n, addr, size, r);
 	}
 whole:
