@@ -302,7 +302,6 @@ GP_API int gp_info(struct gp_ctx *ctx, struct gp_info *info)
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
 	info->backend = ctx->backend;
-	info->cuda_state = ctx->cuda.usable ? GP_CUDA_REGISTERED : GP_CUDA_OFF;
 	info->device_count = ctx->cuda.device_count;
 	info->cuda_runtime_version = ctx->cuda.runtime_version;
 	info->cuda_driver_version = ctx->cuda.driver_version;
@@ -317,6 +316,9 @@ GP_API int gp_info(struct gp_ctx *ctx, struct gp_info *info)
 	info->host_granularity = ctx->kgran > ctx->page_size ? ctx->kgran :
 				 ctx->page_size;
 	info->hugepages = ctx->hst.segments_huge > 0;
+	info->cuda_state = ctx->cuda.usable && !ctx->host_unregistered ?
+			   GP_CUDA_REGISTERED : GP_CUDA_OFF;
+	snprintf(info->why, sizeof(info->why), "%s", ctx->why);
 	pthread_mutex_unlock(&ctx->host_lock);
 	snprintf(info->backend_name, sizeof(info->backend_name), "%s",
 		 ctx->ops->name);
@@ -324,7 +326,6 @@ GP_API int gp_info(struct gp_ctx *ctx, struct gp_info *info)
 		snprintf(info->cudart, sizeof(info->cudart), "%s", ctx->cuda.path);
 		info->dev_mode = gp_dev_mode(ctx, 0);
 	}
-	snprintf(info->why, sizeof(info->why), "%s", ctx->why);
 	info->io_fixed = gp_io_fixed_state(ctx);
 	return 0;
 }

@@ -22,6 +22,7 @@ typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st *cudaEvent_t;
 #define cudaSuccess			0
 #define cudaErrorMemoryAllocation	2
+#define cudaErrorInitializationError	3
 #define cudaErrorNoDevice		100
 #define cudaErrorNotReady		600
 #define cudaHostRegisterPortable	0x01

@@ -63,6 +63,37 @@ static void gp_idle_del(struct gp_ctx *ctx, struct gp_seg *seg)
 /* Segments ------------------------------------------------------------------- */
 
 /*
+ * CUDA cannot be used in this process at all: the runtime answers every
+ * call that needs the driver with an initialization error, which is what
+ * a child of fork() gets once its parent has used CUDA (a data loader's
+ * fork-started workers, say).  Such a process cannot copy to a GPU, so
+ * registering is pointless there: its memory stays pinned (the backend
+ * did that) and unregistered, and gp_info() says so.  With
+ * GP_OPEN_REQUIRE_CUDA the caller asked for registered memory or nothing:
+ * -EIO, saying why.
+ */
+static int host_cuda_refused(struct gp_ctx *ctx, cudaError_t e)
+{
+	const char *what = "CUDA cannot be initialized in this process (a "
+			   "child of fork() cannot once its parent has used CUDA)";
+	char was[sizeof(ctx->why)];
+
+	if (ctx->opt.flags & GP_OPEN_REQUIRE_CUDA)
+		return gp_err(ctx, -EIO, "cudaHostRegister failed: %s: %s; "
+			      "open the context in a process started with spawn, "
+			      "or before CUDA is used", gp_cuda_errstr(ctx, e), what);
+	ctx->host_unregistered = true;
+	/* First, so that it survives the truncation of the old text. */
+	memcpy(was, ctx->why, sizeof(was));
+	if (snprintf(ctx->why, sizeof(ctx->why), "host memory is not "
+		     "registered: %s; %s", what, was) >= (int)sizeof(ctx->why))
+		gp_debug(ctx, "before: %s", was);
+	gp_debug(ctx, "cudaHostRegister: %s: %s; host memory stays "
+		 "unregistered", gp_cuda_errstr(ctx, e), what);
+	return 0;
+}
+
+/*
  * Register a freshly mapped segment with CUDA (once, for its whole life),
  * when CUDA is usable.  -EIO, with the runtime's words, when the driver
  * refuses.
@@ -72,7 +103,7 @@ int gp_seg_register(struct gp_ctx *ctx, struct gp_seg *seg)
 	unsigned int fl = cudaHostRegisterPortable;
 	cudaError_t e;
 
-	if (!ctx->cuda.usable)
+	if (!ctx->cuda.usable || ctx->host_unregistered)
 		return 0;
 	if (ctx->opt.flags & GP_OPEN_HOST_MAPPED)
 		fl |= cudaHostRegisterMapped;
@@ -81,6 +112,8 @@ int gp_seg_register(struct gp_ctx *ctx, struct gp_seg *seg)
 				       fl);
 	if (e != cudaSuccess) {
 		ctx->cuda.cudaGetLastError();
+		if (e == cudaErrorInitializationError)
+			return host_cuda_refused(ctx, e);
 		return gp_err(ctx, -EIO, "cudaHostRegister of %llu bytes failed: %s",
 			      (unsigned long long)seg->size,
 			      gp_cuda_errstr(ctx, e));

@@ -166,6 +166,11 @@ struct gp_ctx {
 	struct gp_seg *idle_head, *idle_tail;
 	uint64_t idle_bytes;
 	struct gp_host_stats hst;
+	/* The runtime refused to initialize CUDA in this process (as it does
+	 * in a child of fork() once the parent has used CUDA): host memory
+	 * stays pinned but unregistered from then on (gp_seg_register()).
+	 */
+	bool host_unregistered;
 
 	/* Device pools, created on first use under dev_lock. */
 	pthread_mutex_t dev_lock;

@@ -34,9 +34,12 @@ class ShareTest(unittest.TestCase):
             p = ctx.Process(target=_child,
                             args=(child, pool.info()["backend"]))
             p.start()
+            child.close()   # then a child that dies reads as EOF here
             fd = pool.export(buf)
             reduction.send_handle(parent, fd, p.pid)
             os.close(fd)
+            self.assertTrue(parent.poll(60),
+                            "the child sent nothing (its traceback is above)")
             self.assertTrue(parent.recv())
             p.join(30)
             self.assertEqual(0, p.exitcode)

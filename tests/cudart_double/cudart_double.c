@@ -13,6 +13,11 @@
  * memory is gone (cdd_check), freeing an unknown device pointer, using an
  * unknown event.
  *
+ * fork() as CUDA has it: the first process to make a call that needs the
+ * driver owns the CUDA state, and in a child of fork() such calls fail
+ * with cudaErrorInitializationError (queries such as the device count and
+ * the versions still answer).
+ *
  * The driver's virtual memory management, reached as on CUDA through
  * cudaGetDriverEntryPointByVersion / cudaGetDriverEntryPoint, is checked as
  * its documentation states: sizes and addresses must be multiples of the
@@ -42,6 +47,7 @@
 #define cdd_kind_t int
 #define cdd_qres_t int
 #define cudaErrorInvalidValue			1
+#define cudaErrorInitializationError		3
 #define cudaErrorInvalidDevice			101
 #define cudaErrorInvalidResourceHandle		400
 #define cudaErrorHostMemoryAlreadyRegistered	712
@@ -240,6 +246,27 @@ CDD_API uint64_t cdd_check(void)
 	return v;
 }
 
+/* The owner of the CUDA state: the first process to need the driver (see
+ * the top of this file).  Not reset by cdd_reset(): CUDA cannot be reset.
+ */
+static pid_t cdd_owner;
+
+static int cdd_forked(void)
+{
+	pid_t me = getpid(), was = 0;
+
+	if (__atomic_compare_exchange_n(&cdd_owner, &was, me, 0,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return 0;
+	return was != me;
+}
+
+/* At the top of every call that needs the driver. */
+#define CDD_NEEDS_DRIVER() do {						\
+	if (cdd_forked())						\
+		return cdd_ret(cudaErrorInitializationError);		\
+} while (0)
+
 /* Devices -------------------------------------------------------------------- */
 
 CDD_API cudaError_t cudaGetDeviceCount(int *n)
@@ -281,6 +308,7 @@ CDD_API const char *cudaGetErrorString(cudaError_t e)
 	switch ((int)e) {
 	case cudaSuccess: return "no error";
 	case cudaErrorInvalidValue: return "invalid argument";
+	case cudaErrorInitializationError: return "initialization error";
 	case cudaErrorMemoryAllocation: return "out of memory";
 	case cudaErrorNoDevice: return "no CUDA-capable device is detected";
 	case cudaErrorInvalidDevice: return "invalid device ordinal";
@@ -302,6 +330,7 @@ CDD_API cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int d)
 
 CDD_API cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
 {
+	CDD_NEEDS_DRIVER();
 	CDD_COUNT(CDD_MEM_GET_INFO);
 	pthread_mutex_lock(&cdd_lock);
 	*total = S.mem_total;
@@ -312,6 +341,7 @@ CDD_API cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
 
 CDD_API cudaError_t cudaDeviceSynchronize(void)
 {
+	CDD_NEEDS_DRIVER();
 	cdd_complete_events();
 	return cudaSuccess;
 }
@@ -324,6 +354,7 @@ CDD_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 	struct cdd_reg *r;
 	cudaError_t ret = cudaSuccess;
 
+	CDD_NEEDS_DRIVER();
 	(void)flags;
 	pthread_mutex_lock(&cdd_lock);
 	CDD_COUNT(CDD_HOST_REGISTER);
@@ -362,6 +393,7 @@ CDD_API cudaError_t cudaHostUnregister(void *ptr)
 	struct cdd_reg **pp, *r;
 	cudaError_t ret = cudaErrorHostMemoryNotRegistered;
 
+	CDD_NEEDS_DRIVER();
 	pthread_mutex_lock(&cdd_lock);
 	CDD_COUNT(CDD_HOST_UNREGISTER);
 	for (pp = &S.regs; (r = *pp); pp = &r->next) {
@@ -391,6 +423,7 @@ CDD_API cudaError_t cudaMalloc(void **ptr, size_t size)
 	int d = cdd_cur_dev;
 	void *p;
 
+	CDD_NEEDS_DRIVER();
 	pthread_mutex_lock(&cdd_lock);
 	CDD_COUNT(CDD_MALLOC);
 	if (S.fail_malloc_n) {
@@ -434,6 +467,7 @@ CDD_API cudaError_t cudaFree(void *ptr)
 {
 	struct cdd_blk **pp, *b;
 
+	CDD_NEEDS_DRIVER();
 	if (!ptr)
 		return cudaSuccess;
 	pthread_mutex_lock(&cdd_lock);
@@ -474,6 +508,7 @@ CDD_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
 
 CDD_API cudaError_t cudaStreamCreate(cudaStream_t *s)
 {
+	CDD_NEEDS_DRIVER();
 	pthread_mutex_lock(&cdd_lock);
 	CDD_COUNT(CDD_STREAM_CREATE);
 	S.c.streams_live++;
@@ -502,6 +537,7 @@ CDD_API cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
 	struct cdd_ev *e;
 
+	CDD_NEEDS_DRIVER();
 	pthread_mutex_lock(&cdd_lock);
 	CDD_COUNT(CDD_STREAM_SYNC);
 	for (e = S.evs; e; e = e->next)
@@ -526,9 +562,11 @@ static struct cdd_ev *cdd_ev_find(cudaEvent_t ev)
 
 CDD_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *ev, unsigned int f)
 {
-	struct cdd_ev *e = calloc(1, sizeof(*e));
+	struct cdd_ev *e;
 
+	CDD_NEEDS_DRIVER();
 	(void)f;
+	e = calloc(1, sizeof(*e));
 	if (!e)
 		return cdd_ret(cudaErrorMemoryAllocation);
 	pthread_mutex_lock(&cdd_lock);

@@ -3,6 +3,11 @@
  * share_fork: a GP_HOST_SHARED buffer exported as a descriptor is imported
  * by a child after fork() (with a context of its own) and both see the same
  * bytes, both ways.  Only shared buffers can be exported.
+ *
+ * With a CUDA runtime, the parent has used CUDA before it forks (it
+ * registered the buffer), so in the child CUDA refuses to initialize, as
+ * it does for a data loader's fork-started workers: the child's memory is
+ * pinned but not registered, and gp_info() says why.
  */
 #include "helpers.h"	/* first: it defines _GNU_SOURCE */
 
@@ -15,14 +20,19 @@
 TEST(fork_import)
 {
 	struct gp_host_stats st;
+	struct gp_info info;
 	struct gp_ctx *ctx;
 	size_t size = 0;
 	void *p, *q;
-	int fd, status;
+	int fd, status, cuda;
+	struct rt rt;
 	pid_t pid;
 
+	cuda = rt_load(&rt) == 0;	/* none: the same, host only */
 	OPEN(NULL, &ctx);
 	ASSERT_EQ(0, gp_host_alloc(ctx, SIZE, GP_HOST_SHARED, &p));
+	ASSERT_EQ(0, gp_info(ctx, &info));
+	ASSERT_EQ(cuda ? GP_CUDA_REGISTERED : GP_CUDA_OFF, info.cuda_state);
 	fill(p, SIZE, 7);
 	ASSERT_EQ(0, gp_host_export(ctx, p, &fd));
 	pid = fork();
@@ -33,8 +43,17 @@ TEST(fork_import)
 
 		if (gp_open(NULL, &c2))
 			_exit(10);
-		if (gp_host_import(c2, fd, &q, &size) || size < SIZE)
+		if (gp_host_import(c2, fd, &q, &size) || size < SIZE) {
+			fprintf(stderr, "import: %s\n", gp_last_error(c2));
 			_exit(11);
+		}
+		if (cuda && (gp_info(c2, &info) ||
+			     info.cuda_state != GP_CUDA_OFF ||
+			     !strstr(info.why, "fork()"))) {
+			fprintf(stderr, "child: CUDA state %d, %s\n",
+				info.cuda_state, info.why);
+			_exit(13);
+		}
 		ok = check_fill(q, SIZE, 7);
 		fill(q, SIZE, 99);
 		gp_host_free(c2, q);
@@ -60,6 +79,49 @@ TEST(fork_import)
 	ASSERT_EQ(0, gp_host_stats(ctx, &st));
 	ASSERT_EQ(st.allocs + st.imports, st.frees);
 	close(fd);
+	gp_close(ctx);
+}
+
+/* A child that asked for registered memory or nothing (GP_OPEN_REQUIRE_CUDA)
+ * gets nothing, with the reason and what to do instead; the parent's
+ * memory is untouched.
+ */
+TEST(fork_require_cuda)
+{
+	struct gp_options o;
+	struct gp_ctx *ctx;
+	int status;
+	struct rt rt;
+	pid_t pid;
+	void *p;
+
+	RT_SETUP(&rt);
+	OPEN(NULL, &ctx);
+	ASSERT_EQ(0, gp_host_alloc(ctx, 1 << 20, 0, &p));	/* CUDA in use */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct gp_ctx *c2;
+		int ret;
+
+		gp_options_init(&o);
+		o.flags = GP_OPEN_REQUIRE_CUDA;
+		if (gp_open(&o, &c2))
+			_exit(10);
+		ret = gp_host_alloc(c2, 1 << 20, 0, &p);
+		if (ret != -EIO || !strstr(gp_last_error(c2), "fork()") ||
+		    !strstr(gp_last_error(c2), "spawn")) {
+			fprintf(stderr, "child: %d, %s\n", ret, gp_last_error(c2));
+			_exit(11);
+		}
+		gp_close(c2);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	fill(p, 1 << 20, 3);
+	ASSERT_TRUE(check_fill(p, 1 << 20, 3));
+	ASSERT_EQ(0, gp_host_free(ctx, p));
 	gp_close(ctx);
 }
 
