@@ -36,6 +36,10 @@ class Rows(Dataset):
 @unittest.skipUnless(CUDA, "needs PyTorch with a CUDA device")
 class CudaTest(unittest.TestCase):
     def test_chunk_is_pinned_and_reaches_the_gpu(self):
+        # PyTorch answers is_pinned() from its own runtime once it has
+        # set CUDA up in the process (as any program that copies to a GPU
+        # has), and False before.
+        torch.cuda.init()
         with gpupool.Pool() as pool:
             info = pool.info()
             self.assertTrue(info["cuda_registered"], info["why"])

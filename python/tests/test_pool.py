@@ -146,6 +146,8 @@ class TorchTest(unittest.TestCase):
             t.fill_(2.0)
             self.assertEqual(64.0, float(t.sum()))
             if torch.cuda.is_available():
+                # PyTorch says pinned only once it has set CUDA up.
+                torch.cuda.init()
                 self.assertTrue(t.is_pinned())
 
 
