@@ -13,7 +13,8 @@
 # smallest and so the most sensitive) in turn, RUNS times (default 7), so
 # that a change in the machine's load hits every version alike.  Printed:
 # each version's median over the runs of ours(handle), ours(addr), TF (ns
-# per operation) and TF/ours(addr), per trace.
+# per operation), TF/ours(addr) and the candidate policy's time over
+# ours(addr) (cand/addr: the ratio target P5 reads), per trace.
 #
 # Differences under about 0.1 ns an operation are within run-to-run noise on
 # the project's 2-core machine.  Nothing is asserted.  The builds are kept
@@ -80,12 +81,17 @@ res=$dir/results.$$
 : > "$res"
 for ((r = 1; r <= runs; r++)); do
 	for i in "${!versions[@]}"; do
-		# Section 1's rows: trace ops/rep reps handle addr TF malloc loop ratio ...
+		# Section 1's rows: trace ops/rep reps handle addr TF malloc loop
+		# ratio ...; then the candidate's: trace ours cand cand/ours.
 		"${bins[$i]}" --no-frag --no-scale --runs 1 "${traces[@]}" |
 			awk -v v="${versions[$i]}" '
-				/^[0-9]+\. / { sect = $1 }
-				sect == "1." && NF >= 11 && $9 ~ /x$/ {
-					print v, $1, $4, $5, $6, $9
+				/^[0-9]+\. / { sect = $1; cand = 0 }
+				/cand\/ours/ { cand = 1; next }
+				sect == "1." && cand && NF == 4 && $4 ~ /x$/ {
+					print v, "C", $1, $4
+				}
+				sect == "1." && !cand && NF >= 11 && $9 ~ /x$/ {
+					print v, "S", $1, $4, $5, $6, $9
 				}' >> "$res"
 	done
 	echo "ab: run $r of $runs done" >&2
@@ -93,13 +99,14 @@ done
 
 w=7
 for v in "${versions[@]}"; do [ ${#v} -le "$w" ] || w=${#v}; done
-printf "%-${w}s  %-20s %12s %10s %8s %8s\n" version trace 'ours(handle)' 'ours(addr)' TF 'TF/addr'
+printf "%-${w}s  %-20s %12s %10s %8s %8s %9s\n" version trace 'ours(handle)' 'ours(addr)' TF 'TF/addr' 'cand/addr'
 for v in "${versions[@]}"; do
 	for t in "${traces[@]}"; do
 		n=$(basename "$t" .csv)
-		awk -v v="$v" -v t="$n" '$1 == v && $2 == t' "$res" |
+		awk -v v="$v" -v t="$n" '$1 == v && $3 == t' "$res" |
 			awk -v v="$v" -v t="$n" -v w="$w" '
-				{ h[NR] = $3; a[NR] = $4; f[NR] = $5; q[NR] = $6 + 0 }
+				$2 == "S" { s++; h[s] = $4; a[s] = $5; f[s] = $6; q[s] = $7 + 0 }
+				$2 == "C" { c++; r[c] = $4 + 0 }
 				function med(x, n,   i, j, tmp) {
 					for (i = 1; i <= n; i++)
 						for (j = i + 1; j <= n; j++)
@@ -107,9 +114,12 @@ for v in "${versions[@]}"; do
 					return n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
 				}
 				END {
-					if (!NR) { printf "%-*s  %-20s (no result)\n", w, v, t; exit }
-					printf "%-*s  %-20s %12.2f %10.2f %8.2f %7.2fx\n", w, v, t,
-					       med(h, NR), med(a, NR), med(f, NR), med(q, NR)
+					if (!s) { printf "%-*s  %-20s (no result)\n", w, v, t; exit }
+					printf "%-*s  %-20s %12.2f %10.2f %8.2f %7.2fx", w, v, t,
+					       med(h, s), med(a, s), med(f, s), med(q, s)
+					if (c)
+						printf " %8.3fx", med(r, c)
+					printf "\n"
 				}'
 	done
 done

@@ -123,6 +123,8 @@
 #define CHUNKS_MAX	(1u << 31)	/* 128 GiB of metadata: never reached */
 #define HASH_MAX_BITS	31u
 #define REGIONS_MIN	8u
+/* Policy AGE splits when the rest is at least 1/2^this of the request. */
+#define AGE_RATIO_SHIFT	3u
 
 void bfc_params_default(struct bfc_params *p, uint64_t granularity)
 {
@@ -366,7 +368,7 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 	case BFC_POLICY_AGE:
 		b->ratio_m1 = 1;
 		b->ratio_lim = UINT64_MAX;
-		b->ratio_shift = 3;
+		b->ratio_shift = AGE_RATIO_SHIFT;
 		b->lone_rest = true;
 		break;
 	}
@@ -810,8 +812,10 @@ uint64_t bfc_remove_free_regions(struct bfc *b,
  * (max_split_size is the caller's test).
  */
 static __always_inline bool want_split(const struct bfc *b, uint64_t rest,
-				       uint64_t r)
+				       uint64_t r, const bool age)
 {
+	if (age)	/* bfc_create()'s fields for AGE, as constants */
+		return rest >= b->split_thr || rest > (r - 1) >> AGE_RATIO_SHIFT;
 	return rest >= b->split_thr ||
 	       (r <= b->ratio_lim &&
 		rest > (r * b->ratio_m1 - 1) >> b->ratio_shift);
@@ -824,14 +828,16 @@ static __always_inline bool want_split(const struct bfc *b, uint64_t rest,
  * are rarely asked for; piled up in one class they only wait for a
  * neighbour to merge them back, and every one made and merged is work
  * the processor cannot predict (bench/README.md).  In the module the
- * threshold is a page, so there it never applies.
+ * threshold is a page, so there it never applies.  lone_rest: whether the
+ * rule applies (b->lone_rest, or a constant where the caller knows it).
  */
 static __always_inline bool rest_crowded(const struct bfc *b, uint32_t h,
-					 uint64_t rest, uint64_t r, uint32_t kn)
+					 uint64_t rest, uint64_t r, uint32_t kn,
+					 bool lone_rest)
 {
 	uint32_t m = b->cls[kn].min;
 
-	return b->lone_rest && rest < r && rest < b->split_thr && m &&
+	return lone_rest && rest < r && rest < b->split_thr && m &&
 	       (m != h || b->cls[kn].root);
 }
 
@@ -882,9 +888,9 @@ static __always_inline void split_back(struct bfc_chunk *C, uint32_t h,
  */
 static __always_inline bool cut_high(const struct bfc *b,
 				     const struct bfc_chunk *C, uint32_t h,
-				     uint64_t r)
+				     uint64_t r, uint8_t cut)
 {
-	switch (b->cut) {
+	switch (cut) {
 	case BFC_CUT_SMALL:
 		return r < b->cut_small;
 	case BFC_CUT_REL:
@@ -895,15 +901,15 @@ static __always_inline bool cut_high(const struct bfc *b,
 }
 
 /* Split free chunk h for a request of r bytes (class kr) into chunk n, at
- * the end the placement policy says (see bfc_create()); returns n's
- * address.  The one place where a policy chooses an end; TF's (cut 0)
- * costs one test.
+ * the end cut says (b->cut, see bfc_create(), or a constant where the
+ * caller knows it); returns n's address.  The one place where a policy
+ * chooses an end; TF's (cut 0) costs one test.
  */
 static __always_inline uint64_t split(const struct bfc *b, struct bfc_chunk *C,
 				      uint32_t h, uint32_t n, uint64_t r,
-				      uint32_t kr)
+				      uint32_t kr, uint8_t cut)
 {
-	if (unlikely(b->cut) && cut_high(b, C, h, r))
+	if (unlikely(cut) && cut_high(b, C, h, r, cut))
 		split_back(C, h, n, r, kr);
 	else
 		split_front(C, h, n, r, kr);
@@ -973,8 +979,9 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 		if (r <= b->split_max)
 			goto nomem;
 	} else {
-		cut = want_split(b, cs - r, r) &&
-		      !rest_crowded(b, h, cs - r, r, bfc__class_of(b, cs - r));
+		cut = want_split(b, cs - r, r, false) &&
+		      !rest_crowded(b, h, cs - r, r, bfc__class_of(b, cs - r),
+				    b->lone_rest);
 	}
 	if (cut && slot_reserve(b, 1))
 		goto nomem;
@@ -982,7 +989,7 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 	from = cs;
 	if (cut) {
 		n = slot_get(b, C);
-		split(b, C, h, n, r, bfc__class_of(b, r));
+		split(b, C, h, n, r, bfc__class_of(b, r), b->cut);
 		bfc__class_rekey(b, C, h, bfc__class_of(b, cs - r));
 		h = n;
 		cs = r;
@@ -1001,10 +1008,12 @@ nomem:
  * is alone in its class; its rest, if split off, stays in that class or
  * goes to an empty one; a slot is at hand.  Anything else goes, before any
  * change, to alloc_slow().  bfc_alloc() and bfc_alloc_from() are this,
- * with fp NULL or not.
+ * with fp NULL or not, in two copies: one for policy AGE (age true), with
+ * its split rule and end as constants, one for the others.
  */
 static __always_inline int alloc(struct bfc *b, uint64_t size,
-				 bfc_handle_t *hp, uint64_t *ap, uint64_t *fp)
+				 bfc_handle_t *hp, uint64_t *ap, uint64_t *fp,
+				 const bool age)
 {
 	struct bfc_chunk *C = b->chunks, *c;
 	uint64_t r = size - 1, cs, rest, bits, wbits, addr;
@@ -1020,7 +1029,27 @@ static __always_inline int alloc(struct bfc *b, uint64_t size,
 	 */
 	w = kr >> 6;
 	bits = b->cls_map[w] & (~0ull << (kr & 63));
-	if (!bits) {
+	if (age) {
+		/* Without a branch: AGE leaves free chunks near the sizes
+		 * asked for, so whether the fit is in r's own word is a coin
+		 * toss the processor does not learn on a trace that does not
+		 * repeat exactly (gen_dl_train: 52% own word, against 12%
+		 * with TF's placement; bench/README.md).  The first word
+		 * after w with a non-empty class, or the word past the last
+		 * (always 0), is read either way.
+		 */
+		uint32_t wn;
+		uint64_t own, nb;
+
+		wbits = b->word_map & (~1ull << w);
+		wn = (uint32_t)__builtin_ctzll(wbits | 1ull << BFC_NR_WORDS);
+		nb = b->cls_map[wn];
+		own = -(uint64_t)(bits != 0);
+		w = (uint32_t)((w & own) | (wn & ~own));
+		bits |= nb & ~own;
+		if (unlikely(!bits))
+			goto slow;
+	} else if (!bits) {
 		wbits = b->word_map & (~1ull << w);
 		if (unlikely(!wbits))
 			goto slow;
@@ -1039,21 +1068,24 @@ static __always_inline int alloc(struct bfc *b, uint64_t size,
 		goto slow;
 	rest = cs - r;
 	addr = c->addr;
-	if (want_split(b, rest, r)) {
+	if (want_split(b, rest, r, age)) {
 		n = b->free_slot;
 		kn = bfc__class_of(b, rest);
 		if (unlikely(!n || (kn != k && b->cls[kn].min))) {
 			/* h is alone in class k: kn's chunks are others */
-			if (kn != k && rest_crowded(b, h, rest, r, kn))
+			if (kn != k && rest_crowded(b, h, rest, r, kn, age))
 				goto whole;
 			goto slow;
 		}
 		/* Nothing fails from here. */
 		b->free_slot = C[n].next;
-		addr = split(b, C, h, n, r, kr);
+		/* b->cut read where it is used, as before the two copies:
+		 * kept in a register from the start, it slowed tf's copy.
+		 */
+		addr = split(b, C, h, n, r, kr, age ? BFC_CUT_OLDER : b->cut);
 		alloc_tell(hp, ap, fp, n, addr, cs);
 		if (kn != k) {
-			if (b->cut)
+			if (age || b->cut)
 				bfc__class_shift(b, C, k, kn, h);
 			else
 				bfc__class_move(b, C, k, kn, h);
@@ -1071,13 +1103,17 @@ slow:
 
 int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
 {
-	return alloc(b, size, hp, ap, NULL);
+	if (b->cut == BFC_CUT_OLDER)
+		return alloc(b, size, hp, ap, NULL, true);
+	return alloc(b, size, hp, ap, NULL, false);
 }
 
 int bfc_alloc_from(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 		   uint64_t *ap, uint64_t *fp)
 {
-	return alloc(b, size, hp, ap, fp);
+	if (b->cut == BFC_CUT_OLDER)
+		return alloc(b, size, hp, ap, fp, true);
+	return alloc(b, size, hp, ap, fp, false);
 }
 
 /* Free ------------------------------------------------------------------------ */
