@@ -1079,9 +1079,7 @@ static __always_inline int alloc(struct bfc *b, uint64_t size,
 		}
 		/* Nothing fails from here. */
 		b->free_slot = C[n].next;
-		/* b->cut read where it is used, as before the two copies:
-		 * kept in a register from the start, it slowed tf's copy.
-		 */
+		/* b->cut read here, where it is used, as before the copies. */
 		addr = split(b, C, h, n, r, kr, age ? BFC_CUT_OLDER : b->cut);
 		alloc_tell(hp, ap, fp, n, addr, cs);
 		if (kn != k) {
