@@ -14,7 +14,8 @@
 # that a change in the machine's load hits every version alike.  Printed:
 # each version's median over the runs of ours(handle), ours(addr), TF (ns
 # per operation), TF/ours(addr) and the candidate policy's time over
-# ours(addr) (cand/addr: the ratio target P5 reads), per trace.
+# ours(addr) (cand/addr), per trace; then per version the geometric mean
+# of those cand/addr medians over the traces (target P5's reading).
 #
 # Differences under about 0.1 ns an operation are within run-to-run noise on
 # the project's 2-core machine.  Nothing is asserted.  The builds are kept
@@ -100,6 +101,7 @@ done
 w=7
 for v in "${versions[@]}"; do [ ${#v} -le "$w" ] || w=${#v}; done
 printf "%-${w}s  %-20s %12s %10s %8s %8s %9s\n" version trace 'ours(handle)' 'ours(addr)' TF 'TF/addr' 'cand/addr'
+table=$res.table
 for v in "${versions[@]}"; do
 	for t in "${traces[@]}"; do
 		n=$(basename "$t" .csv)
@@ -122,5 +124,8 @@ for v in "${versions[@]}"; do
 					printf "\n"
 				}'
 	done
-done
-rm -f "$res"
+done | tee "$table"
+awk -v w="$w" '$NF ~ /x$/ && NF == 7 { n[$1]++; g[$1] += log($NF + 0) }
+	END { for (v in n) printf "%-*s  cand/addr, geometric mean over %d traces: %.3fx\n",
+			w, v, n[v], exp(g[v] / n[v]) }' "$table" | sort
+rm -f "$res" "$table"

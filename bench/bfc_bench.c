@@ -1978,9 +1978,11 @@ int main(int argc, char **argv)
 	/* Targets. */
 	printf("\n6. Targets (printed, not asserted)\n");
 	printf("   issue:  the target as the issue words it, on the trace replays: T1 and T2 with N live chunks\n"
-	       "           behind the trace (5 (i)), T3 over all the traces (geometric mean), T4 on every trace.\n"
+	       "           behind the trace (5 (i)), T3 and P5 over all the traces (geometric mean), T4 on every\n"
+	       "           trace.\n"
 	       "   beyond: harder readings added here: uniform churn among N random live chunks (5 (ii); its\n"
-	       "           frees wait on the reads measured there), and T3 trace by trace and at each N.\n");
+	       "           frees wait on the reads measured there), T3 trace by trace and at each N, P5 trace by\n"
+	       "           trace.\n");
 	rule();
 	if (cfg.do_scale && cfg.nr_scales >= 3) {
 		struct churn_result *c = &ch[2][K_CORE];
@@ -2115,12 +2117,13 @@ int main(int argc, char **argv)
 	if (cfg.do_frag)
 		placement_targets(&tl, res, nt);
 	if (cfg.do_replay) {
-		double worst = 0, r;
+		double worst = 0, g = 0, r;
 		const char *w = "";
 		char l[64];
 
 		for (i = 0; i < nt; i++) {
 			r = res[i].ns[V_CORE_REF] / res[i].ns[V_CORE_A];
+			g += log(r) / nt;
 			if (r > worst) {
 				worst = r;
 				w = res[i].t->name;
@@ -2129,7 +2132,13 @@ int main(int argc, char **argv)
 		snprintf(l, sizeof(l), "(slowest: %s)", w);
 		printf("P5  replay speed of policy '%s' within 1.2x of ours ('%s')\n",
 		       bfc_policy_name(cfg.cand), bfc_policy_name(cfg.policy));
-		target_ratio(&tl, R_ISSUE, "replay, every trace, free by addr",
+		/* Read as T3 is: the issue says "on any" and "each" of its
+		 * fragmentation targets, not of this one, so over all the
+		 * traces at once (geometric mean); trace by trace beyond.
+		 */
+		target_ratio(&tl, R_ISSUE, "replay, geo. mean, free by addr",
+			     exp(g), exp(g) <= 1.2, NULL);
+		target_ratio(&tl, R_BEYOND, "replay, every trace, free by addr",
 			     worst, worst <= 1.2, l);
 	}
 	rule();

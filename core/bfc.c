@@ -123,8 +123,6 @@
 #define CHUNKS_MAX	(1u << 31)	/* 128 GiB of metadata: never reached */
 #define HASH_MAX_BITS	31u
 #define REGIONS_MIN	8u
-/* Policy AGE splits when the rest is at least 1/2^this of the request. */
-#define AGE_RATIO_SHIFT	3u
 
 void bfc_params_default(struct bfc_params *p, uint64_t granularity)
 {
@@ -368,7 +366,7 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 	case BFC_POLICY_AGE:
 		b->ratio_m1 = 1;
 		b->ratio_lim = UINT64_MAX;
-		b->ratio_shift = AGE_RATIO_SHIFT;
+		b->ratio_shift = 3;
 		b->lone_rest = true;
 		break;
 	}
@@ -812,10 +810,8 @@ uint64_t bfc_remove_free_regions(struct bfc *b,
  * (max_split_size is the caller's test).
  */
 static __always_inline bool want_split(const struct bfc *b, uint64_t rest,
-				       uint64_t r, const bool age)
+				       uint64_t r)
 {
-	if (age)	/* bfc_create()'s fields for AGE, as constants */
-		return rest >= b->split_thr || rest > (r - 1) >> AGE_RATIO_SHIFT;
 	return rest >= b->split_thr ||
 	       (r <= b->ratio_lim &&
 		rest > (r * b->ratio_m1 - 1) >> b->ratio_shift);
@@ -828,16 +824,14 @@ static __always_inline bool want_split(const struct bfc *b, uint64_t rest,
  * are rarely asked for; piled up in one class they only wait for a
  * neighbour to merge them back, and every one made and merged is work
  * the processor cannot predict (bench/README.md).  In the module the
- * threshold is a page, so there it never applies.  lone_rest: whether the
- * rule applies (b->lone_rest, or a constant where the caller knows it).
+ * threshold is a page, so there it never applies.
  */
 static __always_inline bool rest_crowded(const struct bfc *b, uint32_t h,
-					 uint64_t rest, uint64_t r, uint32_t kn,
-					 bool lone_rest)
+					 uint64_t rest, uint64_t r, uint32_t kn)
 {
 	uint32_t m = b->cls[kn].min;
 
-	return lone_rest && rest < r && rest < b->split_thr && m &&
+	return b->lone_rest && rest < r && rest < b->split_thr && m &&
 	       (m != h || b->cls[kn].root);
 }
 
@@ -888,9 +882,9 @@ static __always_inline void split_back(struct bfc_chunk *C, uint32_t h,
  */
 static __always_inline bool cut_high(const struct bfc *b,
 				     const struct bfc_chunk *C, uint32_t h,
-				     uint64_t r, uint8_t cut)
+				     uint64_t r)
 {
-	switch (cut) {
+	switch (b->cut) {
 	case BFC_CUT_SMALL:
 		return r < b->cut_small;
 	case BFC_CUT_REL:
@@ -901,15 +895,15 @@ static __always_inline bool cut_high(const struct bfc *b,
 }
 
 /* Split free chunk h for a request of r bytes (class kr) into chunk n, at
- * the end cut says (b->cut, see bfc_create(), or a constant where the
- * caller knows it); returns n's address.  The one place where a policy
- * chooses an end; TF's (cut 0) costs one test.
+ * the end the placement policy says (see bfc_create()); returns n's
+ * address.  The one place where a policy chooses an end; TF's (cut 0)
+ * costs one test.
  */
 static __always_inline uint64_t split(const struct bfc *b, struct bfc_chunk *C,
 				      uint32_t h, uint32_t n, uint64_t r,
-				      uint32_t kr, uint8_t cut)
+				      uint32_t kr)
 {
-	if (unlikely(cut) && cut_high(b, C, h, r, cut))
+	if (unlikely(b->cut) && cut_high(b, C, h, r))
 		split_back(C, h, n, r, kr);
 	else
 		split_front(C, h, n, r, kr);
@@ -979,9 +973,8 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 		if (r <= b->split_max)
 			goto nomem;
 	} else {
-		cut = want_split(b, cs - r, r, false) &&
-		      !rest_crowded(b, h, cs - r, r, bfc__class_of(b, cs - r),
-				    b->lone_rest);
+		cut = want_split(b, cs - r, r) &&
+		      !rest_crowded(b, h, cs - r, r, bfc__class_of(b, cs - r));
 	}
 	if (cut && slot_reserve(b, 1))
 		goto nomem;
@@ -989,7 +982,7 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 	from = cs;
 	if (cut) {
 		n = slot_get(b, C);
-		split(b, C, h, n, r, bfc__class_of(b, r), b->cut);
+		split(b, C, h, n, r, bfc__class_of(b, r));
 		bfc__class_rekey(b, C, h, bfc__class_of(b, cs - r));
 		h = n;
 		cs = r;
@@ -1008,12 +1001,10 @@ nomem:
  * is alone in its class; its rest, if split off, stays in that class or
  * goes to an empty one; a slot is at hand.  Anything else goes, before any
  * change, to alloc_slow().  bfc_alloc() and bfc_alloc_from() are this,
- * with fp NULL or not, in two copies: one for policy AGE (age true), with
- * its split rule and end as constants, one for the others.
+ * with fp NULL or not.
  */
 static __always_inline int alloc(struct bfc *b, uint64_t size,
-				 bfc_handle_t *hp, uint64_t *ap, uint64_t *fp,
-				 const bool age)
+				 bfc_handle_t *hp, uint64_t *ap, uint64_t *fp)
 {
 	struct bfc_chunk *C = b->chunks, *c;
 	uint64_t r = size - 1, cs, rest, bits, wbits, addr;
@@ -1029,27 +1020,7 @@ static __always_inline int alloc(struct bfc *b, uint64_t size,
 	 */
 	w = kr >> 6;
 	bits = b->cls_map[w] & (~0ull << (kr & 63));
-	if (age) {
-		/* Without a branch: AGE leaves free chunks near the sizes
-		 * asked for, so whether the fit is in r's own word is a coin
-		 * toss the processor does not learn on a trace that does not
-		 * repeat exactly (gen_dl_train: 52% own word, against 12%
-		 * with TF's placement; bench/README.md).  The first word
-		 * after w with a non-empty class, or the word past the last
-		 * (always 0), is read either way.
-		 */
-		uint32_t wn;
-		uint64_t own, nb;
-
-		wbits = b->word_map & (~1ull << w);
-		wn = (uint32_t)__builtin_ctzll(wbits | 1ull << BFC_NR_WORDS);
-		nb = b->cls_map[wn];
-		own = -(uint64_t)(bits != 0);
-		w = (uint32_t)((w & own) | (wn & ~own));
-		bits |= nb & ~own;
-		if (unlikely(!bits))
-			goto slow;
-	} else if (!bits) {
+	if (!bits) {
 		wbits = b->word_map & (~1ull << w);
 		if (unlikely(!wbits))
 			goto slow;
@@ -1068,22 +1039,21 @@ static __always_inline int alloc(struct bfc *b, uint64_t size,
 		goto slow;
 	rest = cs - r;
 	addr = c->addr;
-	if (want_split(b, rest, r, age)) {
+	if (want_split(b, rest, r)) {
 		n = b->free_slot;
 		kn = bfc__class_of(b, rest);
 		if (unlikely(!n || (kn != k && b->cls[kn].min))) {
 			/* h is alone in class k: kn's chunks are others */
-			if (kn != k && rest_crowded(b, h, rest, r, kn, age))
+			if (kn != k && rest_crowded(b, h, rest, r, kn))
 				goto whole;
 			goto slow;
 		}
 		/* Nothing fails from here. */
 		b->free_slot = C[n].next;
-		/* b->cut read here, where it is used, as before the copies. */
-		addr = split(b, C, h, n, r, kr, age ? BFC_CUT_OLDER : b->cut);
+		addr = split(b, C, h, n, r, kr);
 		alloc_tell(hp, ap, fp, n, addr, cs);
 		if (kn != k) {
-			if (age || b->cut)
+			if (b->cut)
 				bfc__class_shift(b, C, k, kn, h);
 			else
 				bfc__class_move(b, C, k, kn, h);
@@ -1101,17 +1071,13 @@ slow:
 
 int bfc_alloc(struct bfc *b, uint64_t size, bfc_handle_t *hp, uint64_t *ap)
 {
-	if (b->cut == BFC_CUT_OLDER)
-		return alloc(b, size, hp, ap, NULL, true);
-	return alloc(b, size, hp, ap, NULL, false);
+	return alloc(b, size, hp, ap, NULL);
 }
 
 int bfc_alloc_from(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 		   uint64_t *ap, uint64_t *fp)
 {
-	if (b->cut == BFC_CUT_OLDER)
-		return alloc(b, size, hp, ap, fp, true);
-	return alloc(b, size, hp, ap, fp, false);
+	return alloc(b, size, hp, ap, fp);
 }
 
 /* Free ------------------------------------------------------------------------ */

@@ -140,12 +140,10 @@ struct bfc {
 	uint32_t free_slot;
 
 	/* Free chunks: a bit per non-empty class (class k: bit k % 64 of
-	 * cls_map[k / 64]), a bit per non-empty word of those.  The word
-	 * after the last is always 0: "no class" for a search that reads a
-	 * word before it knows whether there is one (alloc() in bfc.c).
+	 * cls_map[k / 64]), a bit per non-empty word of those.
 	 */
 	uint64_t word_map;
-	uint64_t cls_map[BFC_NR_WORDS + 1];
+	uint64_t cls_map[BFC_NR_WORDS];
 	union bfc_class cls[BFC_NR_CLASSES];
 
 	/* In-use chunks by start address: bucket heads, chained through
