@@ -24,6 +24,10 @@ __version__ = "0.1.0"
 _BACKENDS = {None: GP_BACKEND_AUTO, "auto": GP_BACKEND_AUTO,
              "kernel": GP_BACKEND_KERNEL, "user": GP_BACKEND_USER}
 
+# gp_options.placement (enum gp_placement): None leaves the library's
+# default, which $GPUPOOL_POLICY may name (docs/placement.md).
+_PLACEMENTS = {None: 0, "tf": 1, "exact": 2, "seg": 3, "half": 4, "age": 5}
+
 
 # Address ranges of this process's live Buffers (ptr -> size), for
 # gpupool.torch.is_pool_tensor.
@@ -141,16 +145,26 @@ class Buffer:
 class Pool:
     """A libgpupool context.  backend: None/"auto", "kernel" or "user";
     numa_node: a node, "gpu" (near numa_device) or None; host_limit: bytes;
-    require_cuda / no_cuda: as GP_OPEN_REQUIRE_CUDA / GP_OPEN_NO_CUDA."""
+    require_cuda / no_cuda: as GP_OPEN_REQUIRE_CUDA / GP_OPEN_NO_CUDA;
+    placement: how its pools place buffers: "tf" (TensorFlow's BFC, the
+    default), "exact", "seg", "half" or "age" (tighter packing, a little
+    slower: docs/placement.md), or None for $GPUPOOL_POLICY, else the
+    default."""
 
     def __init__(self, backend=None, numa_node=None, numa_device=0,
-                 host_limit=0, require_cuda=False, no_cuda=False):
+                 host_limit=0, require_cuda=False, no_cuda=False,
+                 placement=None):
         if backend not in _BACKENDS:
             raise ValueError("gpupool: backend must be 'auto', 'kernel' or "
                              "'user', not %r" % (backend,))
+        if placement not in _PLACEMENTS:
+            raise ValueError("gpupool: placement must be 'tf', 'exact', "
+                             "'seg', 'half', 'age' or None, not %r"
+                             % (placement,))
         opts = _Options()
         lib.gp_options_init(ctypes.byref(opts))
         opts.backend = _BACKENDS[backend]
+        opts.placement = _PLACEMENTS[placement]
         if numa_node == "gpu":
             opts.numa_node = GP_NUMA_NEAR_GPU
             opts.numa_device = int(numa_device)

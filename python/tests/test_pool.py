@@ -92,6 +92,36 @@ class PoolTest(unittest.TestCase):
             pool.buffer(10)
         buf.free()
 
+    def test_placement(self):
+        # Three fresh 4 KiB buffers in a new segment: tf and exact cut each
+        # from the low end of the free range (each above the one before),
+        # seg and half from the high end (each below), age the second beside
+        # the segment's high edge (older than the first), the third beside
+        # the first (older than the second); as the C test of the option.
+        # Bit 0: the second above the first; bit 1: the third above the
+        # second.  An explicit placement wins over $GPUPOOL_POLICY.
+        def order(placement):
+            with gpupool.Pool(placement=placement) as pool:
+                a, b, c = (pool.buffer(4096) for _ in range(3))
+                return int(b.ptr > a.ptr) | int(c.ptr > b.ptr) << 1
+
+        env = dict(os.environ)
+        try:
+            os.environ["GPUPOOL_POLICY"] = "half"
+            self.assertEqual(3, order("tf"))
+            self.assertEqual(3, order("exact"))
+            self.assertEqual(0, order("seg"))
+            self.assertEqual(1, order("age"))
+            self.assertEqual(0, order(None))        # the environment's
+            del os.environ["GPUPOOL_POLICY"]
+            self.assertEqual(3, order(None))        # the default: tf
+        finally:
+            os.environ.clear()
+            os.environ.update(env)
+        for bad in ("best", "TF", 1):
+            with self.assertRaisesRegex(ValueError, "placement"):
+                gpupool.Pool(placement=bad)
+
     def test_errors_are_exceptions_with_the_message(self):
         with self.assertRaises(ValueError):
             self.pool.buffer(0)
