@@ -157,14 +157,16 @@ class Pool:
         if backend not in _BACKENDS:
             raise ValueError("gpupool: backend must be 'auto', 'kernel' or "
                              "'user', not %r" % (backend,))
-        if placement not in _PLACEMENTS:
+        try:
+            placement_code = _PLACEMENTS[placement]
+        except (KeyError, TypeError):      # TypeError: unhashable
             raise ValueError("gpupool: placement must be 'tf', 'exact', "
                              "'seg', 'half', 'age' or None, not %r"
-                             % (placement,))
+                             % (placement,)) from None
         opts = _Options()
         lib.gp_options_init(ctypes.byref(opts))
         opts.backend = _BACKENDS[backend]
-        opts.placement = _PLACEMENTS[placement]
+        opts.placement = placement_code
         if numa_node == "gpu":
             opts.numa_node = GP_NUMA_NEAR_GPU
             opts.numa_device = int(numa_device)

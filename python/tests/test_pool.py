@@ -118,7 +118,7 @@ class PoolTest(unittest.TestCase):
         finally:
             os.environ.clear()
             os.environ.update(env)
-        for bad in ("best", "TF", 1):
+        for bad in ("best", "TF", 1, ["age"]):
             with self.assertRaisesRegex(ValueError, "placement"):
                 gpupool.Pool(placement=bad)
 
