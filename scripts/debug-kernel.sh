@@ -14,7 +14,8 @@
 # final .config: a silently dropped option would be a hole in the matrix.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-base=${1:?usage: $0 DIR}
+# Absolute: the kernel's make runs in src/ and reads O= from there.
+base=$(realpath -m "${1:?usage: $0 DIR}")
 frag=$top/vm/debug-kernel.config
 tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1)
 [ -n "$tarball" ] || {
