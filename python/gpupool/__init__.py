@@ -15,7 +15,10 @@ import weakref
 
 from ._lib import (GP_BACKEND_AUTO, GP_BACKEND_KERNEL, GP_BACKEND_USER,
                    GP_HOST_SHARED, GP_NUMA_ANY, GP_NUMA_NEAR_GPU,
-                   GP_OPEN_NO_CUDA, GP_OPEN_REQUIRE_CUDA, GpupoolError,
+                   GP_OPEN_NO_CUDA, GP_OPEN_REQUIRE_CUDA,
+                   GP_PLACEMENT_AGE, GP_PLACEMENT_DEFAULT, GP_PLACEMENT_EXACT,
+                   GP_PLACEMENT_HALF, GP_PLACEMENT_SEG, GP_PLACEMENT_TF,
+                   GpupoolError,
                    _HOST_STATS_FIELDS, _HostStats, _Info, _Options, check, lib)
 
 __all__ = ["Pool", "Buffer", "GpupoolError", "Loader", "Batch"]
@@ -24,9 +27,11 @@ __version__ = "0.1.0"
 _BACKENDS = {None: GP_BACKEND_AUTO, "auto": GP_BACKEND_AUTO,
              "kernel": GP_BACKEND_KERNEL, "user": GP_BACKEND_USER}
 
-# gp_options.placement (enum gp_placement): None leaves the library's
-# default, which $GPUPOOL_POLICY may name (docs/placement.md).
-_PLACEMENTS = {None: 0, "tf": 1, "exact": 2, "seg": 3, "half": 4, "age": 5}
+# gp_options.placement: None leaves the library's default, which
+# $GPUPOOL_POLICY may name (docs/placement.md).
+_PLACEMENTS = {None: GP_PLACEMENT_DEFAULT, "tf": GP_PLACEMENT_TF,
+               "exact": GP_PLACEMENT_EXACT, "seg": GP_PLACEMENT_SEG,
+               "half": GP_PLACEMENT_HALF, "age": GP_PLACEMENT_AGE}
 
 
 # Address ranges of this process's live Buffers (ptr -> size), for
