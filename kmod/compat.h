@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * compat.h - the only place that knows kernel versions differ.  Supported:
- * 6.1 and later (tested: Debian 6.1 and 6.12).  GP_HAVE_* come from probes
- * of the kernel's headers in Kbuild.
+ * 6.1 and later (tested: Debian 6.1 and 6.12, and 7.2 built from Debian's
+ * sources).  GP_HAVE_* come from probes of the kernel's headers in Kbuild.
  */
 #ifndef GPUPOOL_COMPAT_H
 #define GPUPOOL_COMPAT_H

@@ -4,7 +4,10 @@
 # DEBUG_ATOMIC_SLEEP, DEBUG_VM, kmemleak, UBSAN, failslab, fail_page_alloc,
 # and what the VM harness needs, all built in).
 #
-# Usage: scripts/debug-kernel.sh DIR
+# Usage: scripts/debug-kernel.sh DIR [TARBALL]
+#   TARBALL: another kernel's sources to build the same configuration from
+#   (default: /usr/src/linux-source-6.1.tar.*; vm/README.md "Other kernels"
+#   uses Debian's linux-source-7.2).
 #   Builds in DIR/<key>/ (src/: the sources, obj/: the build, out of tree)
 #   and prints that obj/ directory: obj/arch/x86/boot/bzImage is the kernel,
 #   and obj/ is the tree to build gpupool.ko against.  <key> hashes the
@@ -17,11 +20,18 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # Absolute: the kernel's make runs in src/ and reads O= from there.
 base=$(realpath -m "${1:?usage: $0 DIR}")
 frag=$top/vm/debug-kernel.config
-tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1)
-[ -n "$tarball" ] || {
-	echo "debug-kernel: /usr/src/linux-source-6.1.tar.* not found; run: make deps" >&2
-	exit 1
-}
+if [ $# -ge 2 ]; then
+	tarball=$(realpath -e "$2") || {
+		echo "debug-kernel: $2: no such source tarball" >&2
+		exit 1
+	}
+else
+	tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n 1)
+	[ -n "$tarball" ] || {
+		echo "debug-kernel: /usr/src/linux-source-6.1.tar.* not found; run: make deps" >&2
+		exit 1
+	}
+fi
 
 key=$( (cat "$frag" "$0"; stat -c '%n %s %Y' "$tarball"; cc --version | head -n 1) |
 	sha256sum | cut -c1-16)

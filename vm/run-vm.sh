@@ -182,8 +182,10 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 	for e in ${envs[@]+"${envs[@]}"}; do
 		echo "export ${e%%=*}=$(q "${e#*=}")"
 	done
-	# Host paths the guest must still see once /tmp and /run are tmpfs.
-	echo "VM_KEEP=$(q "$here $tests ${ko:+$(dirname "$ko")} $repo")"
+	# Host paths the guest must still see once /tmp and /run are tmpfs:
+	# the build tree too, which may lie outside the repository (O=), and
+	# where tests find the tools (<build>/tools/gpupoolctl).
+	echo "VM_KEEP=$(q "$here $tests ${ko:+$(dirname "$ko")} $repo $builddir")"
 } > "$scratch/run.conf"
 
 # --- qemu ----------------------------------------------------------------------

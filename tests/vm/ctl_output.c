@@ -55,7 +55,13 @@ static char *ctl(const char *args, int uid, int *code)
 FIXTURE(known) {
 	int fd;
 	uint64_t h[2];
+	bool ready;	/* setup went through */
 };
+
+/* The kselftest harness of 6.1 (the tests' headers) still runs a test's
+ * body after its setup skipped: the body must not run gpupoolctl then.
+ */
+#define NEED_SETUP() do { if (!self->ready) return; } while (0)
 
 FIXTURE_SETUP(known)
 {
@@ -70,6 +76,7 @@ FIXTURE_SETUP(known)
 	ASSERT_NE(0, self->h[0]);
 	ASSERT_NE(0, self->h[1]);
 	ASSERT_EQ(0, gp_wait_quiet(20000, 1));
+	self->ready = true;
 }
 
 FIXTURE_TEARDOWN(known)
@@ -81,6 +88,7 @@ FIXTURE_TEARDOWN(known)
 
 TEST_F(known, stat_figures)
 {
+	NEED_SETUP();
 	struct gpupool_pool_stats s = gp_pool();
 	char want[256];
 	int code;
@@ -105,6 +113,7 @@ TEST_F(known, stat_figures)
 
 TEST_F(known, top_names_us)
 {
+	NEED_SETUP();
 	char want[256];
 	int code;
 	char *out = ctl("top -n 1 -b", -1, &code);
@@ -122,6 +131,7 @@ TEST_F(known, top_names_us)
 
 TEST_F(known, map_and_prometheus)
 {
+	NEED_SETUP();
 	char *line, want[128];
 	int code, used = 0, i;
 	char *out = ctl("map", -1, &code);
@@ -150,6 +160,7 @@ TEST_F(known, map_and_prometheus)
 
 TEST_F(known, info_matches_ioctl)
 {
+	NEED_SETUP();
 	struct gpupool_version v;
 	char want[128];
 	int code;
@@ -169,6 +180,7 @@ TEST_F(known, info_matches_ioctl)
 /* /dev/gpupool is 0660 root:root by default: nobody gets a clear refusal. */
 TEST_F(known, no_access_says_which_group)
 {
+	NEED_SETUP();
 	int code;
 	char *out = ctl("info", 65534, &code);
 
