@@ -45,7 +45,7 @@ help:
 	@echo 'make bench         run the benchmarks (figures printed, nothing asserted)'
 	@echo 'make module KVER=<release>   build gpupool.ko against that kernel'"'"'s headers'
 	@echo 'make modules-all   build gpupool.ko for every kernel the tests use'
-	@echo 'make checkpatch    run the kernel'"'"'s checkpatch.pl on kmod/'
+	@echo 'make checkpatch    run the kernel'"'"'s checkpatch.pl on kmod/ and core/; check they build as C89 (5.10)'
 	@echo 'make deps          install build/test dependencies (apt-get as root)'
 	@echo 'make deb           the Debian packages, into $(O)/deb/'
 

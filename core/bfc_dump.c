@@ -122,6 +122,7 @@ size_t bfc_render_occupancy(const struct bfc *b, char *buf, size_t len,
 			uint64_t lo = r->base + cell_offset(r->size, width, cell);
 			uint64_t hi = r->base + cell_offset(r->size, width, cell + 1);
 			bool any_used = false, any_free = false;
+			uint32_t x;
 
 			if (hi == lo)	/* more cells than bytes: show the byte */
 				hi = lo + 1;
@@ -130,7 +131,7 @@ size_t bfc_render_occupancy(const struct bfc *b, char *buf, size_t len,
 			 */
 			while (b->chunks[h].addr + b->chunks[h].size <= lo)
 				h = b->chunks[h].next;
-			for (uint32_t x = h; x != r->hi && b->chunks[x].addr < hi;
+			for (x = h; x != r->hi && b->chunks[x].addr < hi;
 			     x = b->chunks[x].next) {
 				if (b->chunks[x].flags & BFC_CF_HELD)
 					any_used = true;

@@ -337,6 +337,9 @@ enum gp_io_fixed {
 					 * for gpupool.ko's chunks; 6.12 takes
 					 * them): O_DIRECT without fixed buffers */
 	GP_IO_FIXED_NO_RING = 3,	/* io_uring unavailable: pread */
+	GP_IO_FIXED_NO_TABLE = 4,	/* io_uring without sparse buffer
+					 * tables (before 5.19): O_DIRECT
+					 * through the ring's plain READ */
 };
 
 /* Read len bytes of fd at offset into dst, which must lie inside one buffer

@@ -3,6 +3,7 @@
  * bfc_env.c - the BFC core's metadata memory (see bfc_env.h for why this is
  * not inline).
  */
+#include <linux/mm.h>		/* kvzalloc(), kvfree() (slab.h since 5.16) */
 #include <linux/slab.h>
 
 #include "bfc_env.h"

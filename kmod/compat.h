@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * compat.h - the only place that knows kernel versions differ.  Supported:
- * 6.1 and later (tested: Debian 6.1 and 6.12, and 7.2 built from Debian's
- * sources).  GP_HAVE_* come from probes of the kernel's headers in Kbuild.
+ * 5.10 and later (tested: Debian 6.1 and 6.12, Debian 11's 5.10, and 7.2
+ * built from Debian's sources).  GP_HAVE_* come from probes of the kernel's
+ * headers in Kbuild; Kbuild refuses older kernels by name.
  */
 #ifndef GPUPOOL_COMPAT_H
 #define GPUPOOL_COMPAT_H
 
+#include <linux/file.h>
 #include <linux/mm.h>
 
 /*
@@ -23,6 +25,22 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 				  vm_flags_t flags)
 {
 	vma->vm_flags &= ~flags;
+}
+#endif
+
+/*
+ * vma_set_file() (5.11) swaps the file a mapping holds.  Before it, ->mmap
+ * did the same by hand (as dma-buf did), which mmap_region() of those
+ * kernels allows for: after ->mmap it reads vma->vm_file, not the file it
+ * was given.
+ */
+#ifndef GP_HAVE_VMA_SET_FILE
+static inline void vma_set_file(struct vm_area_struct *vma, struct file *file)
+{
+	struct file *old = vma->vm_file;
+
+	vma->vm_file = get_file(file);
+	fput(old);
 }
 #endif
 

@@ -31,6 +31,7 @@
 #include <linux/xarray.h>
 #include <linux/gpupool.h>
 
+#include "compat.h"
 #include "gpupool.h"
 
 /* Handle ids: 1..GP_MAX_ID, so that handles (id << PAGE_SHIFT) stay

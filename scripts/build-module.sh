@@ -4,6 +4,8 @@
 # object files.  The module's sources are copied there first, exactly the
 # files DKMS would get.
 # Usage: scripts/build-module.sh RELEASE OUTDIR [KDIR]
+# KCC=<compiler> in the environment builds with that compiler instead of
+# the one the kernel's headers name (Debian 11's 5.10 names gcc-10).
 set -eu
 rel=${1:?usage: $0 RELEASE OUTDIR [KDIR]}
 out=${2:?usage: $0 RELEASE OUTDIR [KDIR]}
@@ -12,6 +14,16 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 if [ ! -e "$kdir/Makefile" ]; then
 	echo "build-module: no kernel build tree at $kdir;" \
 	     "install the headers: apt-get install linux-headers-$rel" >&2
+	exit 1
+fi
+# Debian's headers name the compiler the kernel was built with; without it
+# kbuild stops at "gcc-10: not found".  Say what to do instead.
+kcc=$(sed -n 's/^CC = .*[^a-z0-9_-]\(gcc-[0-9][0-9]*\)$/\1/p' \
+	"$kdir/.kernelvariables" 2>/dev/null || true)
+if [ -z "${KCC:-}" ] && [ -n "$kcc" ] && ! command -v "$kcc" >/dev/null; then
+	echo "build-module: $rel's headers build with $kcc, which is not" \
+	     "installed: apt-get install $kcc, or KCC=gcc to use this" \
+	     "system's compiler" >&2
 	exit 1
 fi
 mkdir -p "$out"
@@ -29,4 +41,4 @@ cp -a "$top/Kbuild" "$top/VERSION" "$out/"
 # Our own make's command-line variables (O= above all, which means
 # something else to kbuild) must not reach the kernel's make.
 unset MAKEFLAGS MAKEOVERRIDES MFLAGS O
-make -C "$kdir" M="$out" W=1 KCFLAGS=-Werror modules
+make -C "$kdir" M="$out" W=1 KCFLAGS=-Werror ${KCC:+CC="$KCC"} modules

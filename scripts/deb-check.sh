@@ -55,6 +55,24 @@ log=$work/log
 [ "$ver" = "$(cat "$top/VERSION")" ] &&
 	grep -q "^PACKAGE_VERSION=\"$ver\"$" "$top/dkms.conf"
 ok $? "debian/changelog, VERSION and dkms.conf say the same version ($ver)"
+# Kernels before 5.10 are refused by name, by DKMS and by Kbuild, rather
+# than failing to compile; every test kernel is admitted.
+pat=$(sed -n 's/^BUILD_EXCLUSIVE_KERNEL="\(.*\)"$/\1/p' "$top/dkms.conf")
+r=0
+for k in "$@" 5.10.0-32-amd64 7.2.13; do
+	printf '%s\n' "$k" | grep -Eq "$pat" ||
+		{ echo "# dkms.conf excludes $k"; r=1; }
+done
+for k in 4.19.0-27-amd64 5.9.16 5.4.0-216-generic; do
+	printf '%s\n' "$k" | grep -Eq "$pat" &&
+		{ echo "# dkms.conf admits $k"; r=1; }
+done
+[ -n "$pat" ] || r=1
+ok $r "dkms.conf admits 5.10 and later (and $*), excludes older"
+make -s -f "$top/Kbuild" VERSION=4 PATCHLEVEL=19 KERNELRELEASE=4.19.0-27-amd64 \
+	src="$top" srctree=/nonexistent 2>&1 |
+	grep -q 'needs Linux 5.10 or later; these headers are 4.19'
+ok $? "Kbuild refuses 4.19 headers by name"
 O=$O "$top/scripts/deb.sh" > "$work/deb.out" 2>&1
 r=$?
 [ $r -eq 0 ] || cat "$work/deb.out"

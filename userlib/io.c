@@ -71,6 +71,7 @@
 #define GP_FIXED_OK		GP_IO_FIXED_OK
 #define GP_FIXED_REFUSED	GP_IO_FIXED_REFUSED
 #define GP_FIXED_NO_RING	GP_IO_FIXED_NO_RING
+#define GP_FIXED_NO_TABLE	GP_IO_FIXED_NO_TABLE
 enum { GP_READ_PATH_FIXED = 1, GP_READ_PATH_DIRECT, GP_READ_PATH_BUFFERED };
 
 struct gp_ring {
@@ -394,8 +395,22 @@ static int gp_reader_new(struct gp_ctx *ctx, struct gp_io *io,
 		r->dfds[i].fd = -1;
 	ret = ring_init(&r->ring, depth);
 	if (!ret) {
+		int unknown = GP_FIXED_UNKNOWN;
+
 		r->has_ring = true;
-		r->fixed_table = !ring_fixed_table(&r->ring);
+		ret = ring_fixed_table(&r->ring);
+		r->fixed_table = !ret;
+		/* A sparse table (IORING_RSRC_REGISTER_SPARSE) is 5.19's:
+		 * older kernels say EINVAL, and reads use plain READ.
+		 */
+		if (ret) {
+			gp_debug(ctx, "io_uring buffer table: %s; no fixed buffers",
+				 strerror(-ret));
+			__atomic_compare_exchange_n(&io->fixed_state, &unknown,
+						    GP_FIXED_NO_TABLE, false,
+						    __ATOMIC_RELAXED,
+						    __ATOMIC_RELAXED);
+		}
 	} else {
 		gp_debug(ctx, "io_uring_setup: %s; reads use pread", strerror(-ret));
 		__atomic_store_n(&io->fixed_state, GP_FIXED_NO_RING, __ATOMIC_RELAXED);

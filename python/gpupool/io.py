@@ -22,7 +22,8 @@ _STATS_FIELDS = [
     "direct", "direct_bytes", "bounce", "bounce_bytes", "buffered",
     "buffered_bytes", "fixed_registered", "fixed_refusals", "readers",
 ]
-_FIXED_STATES = {0: "unknown", 1: "ok", 2: "refused", 3: "no io_uring"}
+_FIXED_STATES = {0: "unknown", 1: "ok", 2: "refused", 3: "no io_uring",
+                 4: "no buffer table"}
 
 
 class _ReadStats(ctypes.Structure):
