@@ -29,10 +29,10 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 #endif
 
 /*
- * vma_set_file() (5.11) swaps the file a mapping holds.  Before it, ->mmap
- * did the same by hand (as dma-buf did), which mmap_region() of those
- * kernels allows for: after ->mmap it reads vma->vm_file, not the file it
- * was given.
+ * vma_set_file() (5.11) swaps the file a mapping holds.  Before it, an
+ * ->mmap did the same by hand, as 5.10's dma_buf_mmap() does: the vma's
+ * reference moves to the new file, and the one it held on the old file
+ * is dropped (the mmap caller keeps its own).
  */
 #ifndef GP_HAVE_VMA_SET_FILE
 static inline void vma_set_file(struct vm_area_struct *vma, struct file *file)
