@@ -158,15 +158,63 @@ struct pool {
 	uint32_t regions;
 };
 
+/* The trace being replayed, for tf_region_fits()'s message. */
+static const char *cur_trace = "(setup)";
+
+/* MemAvailable from /proc/meminfo in bytes; UINT64_MAX where unknown. */
+static uint64_t mem_available(void)
+{
+	unsigned long long kb;
+	char line[128];
+	uint64_t avail = UINT64_MAX;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return avail;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+			avail = (uint64_t)kb << 10;
+			break;
+		}
+	fclose(f);
+	return avail;
+}
+
+/* TensorFlow's AllocationRegion keeps a chunk handle (8 bytes) for every
+ * 256 B of the region, written when the region is made: a region of
+ * 100 GiB takes 3.1 GiB of this machine's memory.  A trace whose regions
+ * need more than the machine has would be killed by the OOM killer (or
+ * abort on std::bad_alloc) with no word of why: stop with one instead.
+ */
+static void tf_region_fits(uint64_t size)
+{
+	uint64_t need = size / GRAN * sizeof(uint64_t);
+	uint64_t avail = mem_available();
+
+	if (need > avail)
+		die(4, "%s: the TF-structured baseline cannot add a region of %.2f GiB: "
+		    "TensorFlow's region keeps an 8-byte handle per %u B, %.2f GiB "
+		    "for this one, and this machine has %.2f GiB available "
+		    "(the trace's peak is too large for this machine)",
+		    cur_trace, size / 1073741824.0, (unsigned)GRAN,
+		    need / 1073741824.0, avail / 1073741824.0);
+}
+
 static void pool_add_region(struct pool *p, uint64_t size)
 {
 	uint64_t base = p->next_base;
 	int r;
 
-	if (p->kind == K_CORE)
+	if (p->kind == K_CORE) {
 		r = bfc_add_region(p->core, base, size, NULL);
-	else
+	} else {
+		tf_region_fits(size);
 		r = tf_bfc_add_region(p->tf, base, size);
+		if (r == -12)
+			die(4, "%s: the TF-structured baseline could not allocate "
+			    "the handles of a region of %.2f GiB (one per %u B)",
+			    cur_trace, size / 1073741824.0, (unsigned)GRAN);
+	}
 	if (r)
 		die(3, "%s: adding a region of %llu bytes at 0x%llx failed: %d",
 		    p->kind == K_CORE ? "core" : "tf", (unsigned long long)size,
@@ -735,6 +783,7 @@ static void bench_speed(struct trace_result *res)
 	uint64_t reps, mreps, took[NR_V];
 	int v, r;
 
+	cur_trace = t->name;
 	rstate_init(&s, t);
 	reps = reps_for(&s, cfg.ops_per_run);
 	res->reps = (uint32_t)reps;
@@ -874,6 +923,7 @@ static int bench_frag(struct trace_result *res)
 	uint32_t i, j, pol;
 	int bad = 0, m;
 
+	cur_trace = t->name;
 	rstate_init(&s, t);
 	rstate_init(&s2, t);
 
@@ -1022,6 +1072,7 @@ static void bg_setup(struct pool *p, enum kind k, const struct trace *t,
 
 	for (i = 0; i < 2 * n; i++)
 		bytes += i % 2 ? 16 * GRAN : hole_hi;
+	cur_trace = t->name;
 	pool_init(p, k, 1, 0);
 	p->curr_region = round_up(bytes + 2 * trace_peak_live_rounded(t, GRAN),
 				  1ull << 21);
@@ -1138,6 +1189,7 @@ static void churn_setup(struct churn *c, enum kind k, uint64_t n,
 	c->fo = xcalloc(c->max_batches, sizeof(double));
 	c->al = xcalloc(c->max_batches, sizeof(double));
 
+	cur_trace = "uniform churn (5 (ii))";
 	pool_init(&c->p, k, 1, 0);
 	/* the mean of the size distribution is about 3.6 KiB */
 	c->p.curr_region = round_up(2 * n * 4096 + (64ull << 20), 1ull << 21);

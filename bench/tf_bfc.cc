@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <new>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 namespace {
@@ -574,7 +575,13 @@ extern "C" int tf_bfc_add_region(struct tf_bfc *t, uint64_t base,
 	if (!size || base + size < base || !base ||
 	    (base | size) & (t->gran - 1))
 		return -22;
-	t->a.AddRegion(base, size);
+	try {
+		t->a.AddRegion(base, size);
+	} catch (const std::bad_alloc &) {	/* its handle vector */
+		return -12;
+	} catch (const std::length_error &) {
+		return -12;
+	}
 	return 0;
 }
 

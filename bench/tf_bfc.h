@@ -21,7 +21,8 @@ struct tf_bfc *tf_bfc_create(uint64_t granularity);
 void tf_bfc_destroy(struct tf_bfc *t);
 /* Add [base, base + size) as a new region (TF's Extend after the
  * SubAllocator returned memory).  base and size must be multiples of the
- * granularity; 0 or -22 (EINVAL).
+ * granularity; 0, -22 (EINVAL), or -12 (ENOMEM) when this machine's
+ * memory cannot hold the region's handles (one per granule, as TF's).
  */
 int tf_bfc_add_region(struct tf_bfc *t, uint64_t base, uint64_t size);
 /* TF's AllocateRaw without Extend: 0, or -12 (ENOMEM) when no free chunk

@@ -46,8 +46,20 @@ if [ $rc -eq 0 ]; then
 	bad=$(grep -Ei '(^|[^a-z])-?(nan|inf)x?($|[^a-z])' "$out")
 	[ -z "$bad" ] || echo "$bad" | sed 's/^/# /'
 	ok "$([ -z "$bad" ]; echo $?)" "no figure is nan or inf (every median had samples)"
+
+	# A trace too large for the machine: one allocation of 2^47 bytes,
+	# whose TF-structured region would need 4 TiB of handles.  It must stop
+	# with status 4 and say so before it touches that memory, not be
+	# killed by the OOM killer or abort on std::bad_alloc.
+	big=$O/bench/smoke-too-large.csv
+	printf 'a,0,140737488355328,,0\nf,0,1\n' > "$big"
+	"$O/bench/bfc_bench" --no-scale "$big" > "$out.big" 2>&1
+	rc=$?
+	msg=$(grep -c "smoke-too-large: the TF-structured baseline cannot add a region" "$out.big")
+	[ $rc -eq 4 ] && [ "$msg" -eq 1 ] || { echo "# exit status $rc:"; sed 's/^/# /' "$out.big"; }
+	ok "$([ $rc -eq 4 ] && [ "$msg" -eq 1 ]; echo $?)" "a trace too large for this machine's memory stops with status 4 and says why"
 else
-	for t in "the quick run" "its sections" "its figures"; do
+	for t in "the quick run" "its sections" "its figures" "a trace too large"; do
 		ok 1 "$t (not run: the benchmark did not build)"
 	done
 fi
