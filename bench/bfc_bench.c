@@ -185,12 +185,18 @@ static uint64_t mem_available(void)
  * 100 GiB takes 3.1 GiB of this machine's memory.  A trace whose regions
  * need more than the machine has would be killed by the OOM killer (or
  * abort on std::bad_alloc) with no word of why: stop with one instead.
+ * Handles under 64 MiB are not compared: section 4 makes thousands of
+ * small regions, and reading /proc/meminfo for each would cost more than
+ * replaying into it.
  */
 static void tf_region_fits(uint64_t size)
 {
 	uint64_t need = size / GRAN * sizeof(uint64_t);
-	uint64_t avail = mem_available();
+	uint64_t avail;
 
+	if (need < (64ull << 20))
+		return;
+	avail = mem_available();
 	if (need > avail)
 		die(4, "%s: the TF-structured baseline cannot add a region of %.2f GiB: "
 		    "TensorFlow's region keeps an 8-byte handle per %u B, %.2f GiB "
