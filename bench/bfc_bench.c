@@ -1836,8 +1836,10 @@ static void placement_targets(struct tally *tl, const struct trace_result *res,
 	char v[48], l[96];
 
 	pol_vs_tf(res, n, cfg.cand, &below, &total, &worst, &w);
-	printf("    P1-P5 measure the candidate policy '%s' (--candidate); ours is '%s', the default.\n",
-	       name, bfc_policy_name(cfg.policy));
+	printf("    P1-P5 measure the candidate policy '%s' (--candidate); ours is '%s'%s.\n",
+	       name, bfc_policy_name(cfg.policy),
+	       cfg.policy == BFC_POLICY_DEFAULT ?
+	       ", the library's and the module's default" : " (--policy)");
 	printf("P1  policy '%s': smallest fixed pool strictly below TF on >= 5 of 7 traces (here: >= 5/7 of them)\n",
 	       name);
 	snprintf(v, sizeof(v), "%d of %d", below, total);
