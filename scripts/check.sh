@@ -8,14 +8,16 @@
 #   2. checkpatch on the kernel code
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
-#      user backend there), and libgpupool's tests on the kernel backend
+#      user backend there), and libgpupool's tests on the kernel backend;
+#      the two kernels' series run side by side
 #   4. the whole VM suite on the debug kernel (KASAN, lockdep, UBSAN,
 #      kmemleak; scripts/debug-kernel.sh builds it once, then reuses it:
 #      in the background, at the lowest CPU priority, from the start, so
 #      that it takes only what the other suites leave idle)
 #   5. the Debian packages: built, lintian, installed here (DKMS builds the
 #      module for both kernels), upgraded from an older build, the installed
-#      module loaded in a VM per kernel, purged (scripts/deb-check.sh)
+#      module loaded in a VM per kernel, purged (scripts/deb-check.sh; it
+#      runs beside 4)
 #   (the library's tests run on the user backend here and again, on the
 #   kernel backend, inside the VM on each kernel)
 # The last line printed is the sum over all suites: `N passed, N failed,
@@ -135,19 +137,23 @@ vm() {
 }
 
 torch_k=$(echo "$kvers" | tail -n 1)
-for k in $kvers; do
+
+# One kernel's VM suites, one after another; status 1 when any failed.
+kernel_block() {
+	k=$1
+	st=0
 	step "VM suite on $k"
 	vm "$k" --kernel "$k" --ko "$O/kmod/$k/gpupool.ko" \
-		--tests "$O/tests/vm" --build-dir "$O" --quiet || status=1
+		--tests "$O/tests/vm" --build-dir "$O" --quiet || st=1
 	step "NUMA: the node tests in a VM with two nodes, on $k"
 	vm "numa-$k" --kernel "$k" --numa \
 		--ko "$O/kmod/$k/gpupool.ko" --tests "$O/tests/vm" --filter 'numa*' \
-		--build-dir "$O" --quiet || status=1
+		--build-dir "$O" --quiet || st=1
 	step "libgpupool's NUMA placement on the user backend, in the two-node VM on $k"
 	vm "libnuma-$k" --kernel "$k" --numa \
 		--ko "$O/kmod/$k/gpupool.ko" --env GPUPOOL_BACKEND=user \
 		--tests "$O/tests/lib" --filter 'numa' \
-		--build-dir "$O" --quiet || status=1
+		--build-dir "$O" --quiet || st=1
 	# threads=2: the huge-page test's 64 MiB segment is two memfds side
 	# by side, which must start at a huge page's boundary
 	step "libgpupool's user backend with shmem_enabled=advise (huge pages), in the VM on $k"
@@ -155,17 +161,17 @@ for k in $kvers; do
 		--env GPUPOOL_TEST_SHMEM_THP=advise \
 		--env GPUPOOL_POPULATE_THREADS=2 \
 		--tests "$O/tests/lib" --filter 'host_fork' \
-		--build-dir "$O" --quiet || status=1
+		--build-dir "$O" --quiet || st=1
 	step "reservation and growth across 6 CPUs, half the memory ZONE_MOVABLE, on $k"
 	vm "smp6-$k" --kernel "$k" --smp 6 \
 		--cmdline-extra "movablecore=50%" \
 		--ko "$O/kmod/$k/gpupool.ko" --tests "$O/tests/vm" \
-		--filter 'reserve,growth' --build-dir "$O" --quiet || status=1
+		--filter 'reserve,growth' --build-dir "$O" --quiet || st=1
 	step "libgpupool on the kernel backend, in the VM on $k"
 	vm "lib-$k" --kernel "$k" \
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
 		--env GPUPOOL_BACKEND=kernel --tests "$O/tests/lib" \
-		--build-dir "$O" --quiet || status=1
+		--build-dir "$O" --quiet || st=1
 	step "Python package on the kernel backend, in the VM on $k"
 	vm "py-$k" --kernel "$k" \
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
@@ -173,7 +179,7 @@ for k in $kvers; do
 		--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
 		--env GPUPOOL_CTL="$O/tools/gpupoolctl" \
 		--tests "$top/python/tests" --build-dir "$O" --quiet \
-		--timeout 900 --test-timeout 600 || status=1
+		--timeout 900 --test-timeout 600 || st=1
 	# PyTorch's DataLoader on the kernel backend: only what that backend
 	# changes (test_torch.py skips the rest in a VM).  Importing torch
 	# under TCG is most of its time (about a minute on an idle machine,
@@ -188,9 +194,34 @@ for k in $kvers; do
 			--env GPUPOOL_PY_TESTS=test_torch.py \
 			--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
 			--test-timeout 840 --timeout 900 \
-			--tests "$top/python/tests" --build-dir "$O" --quiet || status=1
+			--tests "$top/python/tests" --build-dir "$O" --quiet || st=1
 	fi
+	return $st
+}
+
+# The kernels' blocks run side by side.  Each VM is one host thread
+# (single-threaded TCG, see vm/run-vm.sh), so two blocks fill the two cores
+# that a single block left half idle.  A block's output goes to a log of its
+# own, printed whole when that block is over, in kernel order.
+pids=''
+for k in $kvers; do
+	kernel_block "$k" > "$O/check-vm-$k.log" 2>&1 &
+	pids="$pids $!"
 done
+set -- $pids
+for k in $kvers; do
+	wait "$1" || status=1
+	shift
+	cat "$O/check-vm-$k.log"
+done
+
+# The Debian packages' check needs only the build and this machine's
+# package tools: it runs beside the debug kernel's build and suite (that
+# suite's VM is one host thread), and its output is printed after them.
+deb_log=$O/check-deb.log
+# shellcheck disable=SC2086
+"$top/scripts/deb-check.sh" $kvers > "$deb_log" 2>&1 &
+deb_pid=$!
 
 step "the debug kernel: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection"
 # Built once per checkout from Debian's linux-source-6.1 (cached under
@@ -217,9 +248,9 @@ else
 	status=1
 fi
 
-step "Debian packages: lintian, install, DKMS, upgrade, a VM loading the installed module, purge"
-# shellcheck disable=SC2086
-"$top/scripts/deb-check.sh" $kvers || status=1
+step "Debian packages: lintian, install, DKMS, upgrade, a VM loading the installed module, purge (ran beside the debug kernel)"
+wait "$deb_pid" || status=1
+cat "$deb_log"
 
 echo
 echo "check: $(( $(date +%s) - t0 )) s in all"
