@@ -8,16 +8,15 @@
 #   2. checkpatch on the kernel code
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
-#      user backend there), and libgpupool's tests on the kernel backend;
-#      the two kernels' series run side by side
+#      user backend there), and libgpupool's tests on the kernel backend
 #   4. the whole VM suite on the debug kernel (KASAN, lockdep, UBSAN,
 #      kmemleak; scripts/debug-kernel.sh builds it once, then reuses it:
 #      in the background, at the lowest CPU priority, from the start, so
 #      that it takes only what the other suites leave idle)
 #   5. the Debian packages: built, lintian, installed here (DKMS builds the
 #      module for both kernels), upgraded from an older build, the installed
-#      module loaded in a VM per kernel, purged (scripts/deb-check.sh; it
-#      runs beside 4)
+#      module loaded in a VM per kernel, purged (scripts/deb-check.sh)
+#   (3 then 5 run beside 4, one series per core)
 #   (the library's tests run on the user backend here and again, on the
 #   kernel backend, inside the VM on each kernel)
 # The last line printed is the sum over all suites: `N passed, N failed,
@@ -199,30 +198,31 @@ kernel_block() {
 	return $st
 }
 
-# The kernels' blocks run side by side.  Each VM is one host thread
-# (single-threaded TCG, see vm/run-vm.sh), so two blocks fill the two cores
-# that a single block left half idle.  A block's output goes to a log of its
-# own, printed whole when that block is over, in kernel order.
-pids=''
-for k in $kvers; do
-	kernel_block "$k" > "$O/check-vm-$k.log" 2>&1 &
-	pids="$pids $!"
-done
-set -- $pids
-for k in $kvers; do
-	wait "$1" || status=1
-	shift
-	cat "$O/check-vm-$k.log"
-done
+# Two series side by side from here, one per core (a VM is one host
+# thread: single-threaded TCG, see vm/run-vm.sh):
+#   - the stock kernels' VM suites, one kernel after the other, then the
+#     Debian packages' check;
+#   - the debug kernel: its build (in the background since the start, at
+#     the lowest priority) gets the core the first series leaves, then its
+#     VM suite runs.
+# Each part's output goes to a log of its own, printed whole at the end in
+# the order above, the debug kernel's before the packages'.
+stock_series() {
+	ss=0
+	for k in $kvers; do
+		kernel_block "$k" > "$O/check-vm-$k.log" 2>&1 || ss=1
+	done
+	{
+	step "Debian packages: lintian, install, DKMS, upgrade, a VM loading the installed module, purge"
+	# shellcheck disable=SC2086
+	"$top/scripts/deb-check.sh" $kvers
+	} > "$O/check-deb.log" 2>&1 || ss=1
+	return $ss
+}
+stock_series &
+stock_pid=$!
 
-# The Debian packages' check needs only the build and this machine's
-# package tools: it runs beside the debug kernel's build and suite (that
-# suite's VM is one host thread), and its output is printed after them.
-deb_log=$O/check-deb.log
-# shellcheck disable=SC2086
-"$top/scripts/deb-check.sh" $kvers > "$deb_log" 2>&1 &
-deb_pid=$!
-
+{
 step "the debug kernel: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection"
 # Built once per checkout from Debian's linux-source-6.1 (cached under
 # $O/debug-kernel while vm/debug-kernel.config is unchanged; started in the
@@ -232,7 +232,7 @@ step "the debug kernel: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injecti
 # under KASAN.
 wait "$dbg_pid"
 dbg_rc=$?
-cat "$dbg_log" >&2
+cat "$dbg_log"
 if [ "$dbg_rc" -eq 0 ] && dbg=$(cat "$dbg_out") &&
    drel=$(cat "$dbg/include/config/kernel.release") &&
    "$top/scripts/build-module.sh" "$drel" "$O/kmod/debug" "$dbg" >/dev/null; then
@@ -247,10 +247,13 @@ else
 	echo "pass=0 fail=1 skip=0" > "$results/debug-kernel.counts"
 	status=1
 fi
+} > "$O/check-debug.log" 2>&1
 
-step "Debian packages: lintian, install, DKMS, upgrade, a VM loading the installed module, purge (ran beside the debug kernel)"
-wait "$deb_pid" || status=1
-cat "$deb_log"
+wait "$stock_pid" || status=1
+for k in $kvers; do
+	cat "$O/check-vm-$k.log"
+done
+cat "$O/check-debug.log" "$O/check-deb.log"
 
 echo
 echo "check: $(( $(date +%s) - t0 )) s in all"
