@@ -40,8 +40,11 @@ static void gp_chunk_release(struct kref *kref)
 {
 	struct gp_chunk *c = container_of(kref, struct gp_chunk, kref);
 
-	/* A chunk counts against its allocator until its last ref is gone. */
+	/* A chunk counts against its allocator and its cgroups until its
+	 * last ref is gone.
+	 */
 	gp_holder_uncharge(c->holder, c->size);
+	gp_cg_uncharge(&c->charge, c->size);
 	gp_pool_release_chunk(c);
 }
 

@@ -20,6 +20,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cgroup.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -43,6 +44,8 @@ struct gp_file {
 	struct xarray chunks;		/* id -> struct gp_chunk (owner ref) */
 	u32 next_id;			/* xa_alloc_cyclic() cursor */
 	struct gp_holder *holder;
+	spinlock_t denial_lock;
+	struct gp_denial denial;	/* the last ALLOC a cgroup refused */
 };
 
 static bool gp_zeroed(const void *p, size_t len)
@@ -81,7 +84,7 @@ static long gp_ioctl_version(void __user *uarg)
 		return -EFAULT;
 	if (v.flags & ~GPUPOOL_VERSION_VALID_FLAGS)
 		return -EINVAL;
-	if (v.pad || !gp_zeroed(v.reserved, sizeof(v.reserved)))
+	if (v.pad || v.features || !gp_zeroed(v.reserved, sizeof(v.reserved)))
 		return -EINVAL;
 
 	memset(&v, 0, sizeof(v));
@@ -92,15 +95,61 @@ static long gp_ioctl_version(void __user *uarg)
 	v.granularity = PAGE_SIZE;
 	v.nr_nodes = gp_nr_nodes;
 	v.node_mask = gp_pool_node_mask();
+	v.features = GPUPOOL_FEATURE_CGROUP |
+		     (gp_cg_dmem ? GPUPOOL_FEATURE_DMEM : 0);
 
 	if (copy_to_user(uarg, &v, sizeof(v)))
 		return -EFAULT;
 	return 0;
 }
 
+/* Remember a cgroup's refusal for GPUPOOL_CGROUP_LAST_DENIAL. */
+static void gp_file_note_denial(struct gp_file *f, struct gp_denial *d)
+{
+	struct gp_denial old;
+
+	spin_lock(&f->denial_lock);
+	old = f->denial;
+	f->denial = *d;
+	spin_unlock(&f->denial_lock);
+	gp_denial_clear(&old);
+}
+
+/*
+ * Charge an ALLOC: the process's allowance (-EDQUOT), then its cgroups'
+ * limits (-ENOSPC); undone by gp_alloc_uncharge().
+ */
+static int gp_alloc_charge(struct gp_file *f, u64 size, struct gp_charge *ch)
+{
+	struct gp_denial d = {};
+	int ret;
+
+	ret = gp_holder_charge(f->holder, size);
+	if (ret)
+		return ret;
+	ret = gp_cg_charge(size, ch, &d);
+	if (ret == -ENOSPC) {
+		pr_info_ratelimited("pid %d (%s): allocation of %llu kB refused by a cgroup limit (%llu kB, %llu kB in use)\n",
+				    task_tgid_vnr(current), current->comm,
+				    size >> 10, d.limit >> 10, d.usage >> 10);
+		gp_file_note_denial(f, &d);
+	}
+	if (ret)
+		gp_holder_uncharge(f->holder, size);
+	return ret;
+}
+
+static void gp_alloc_uncharge(struct gp_file *f, u64 size,
+			      struct gp_charge *ch)
+{
+	gp_cg_uncharge(ch, size);
+	gp_holder_uncharge(f->holder, size);
+}
+
 static long gp_ioctl_alloc(struct gp_file *f, void __user *uarg)
 {
 	struct gpupool_alloc a;
+	struct gp_charge ch;
 	struct gp_chunk *c;
 	bool strict;
 	u32 id;
@@ -125,15 +174,15 @@ static long gp_ioctl_alloc(struct gp_file *f, void __user *uarg)
 		return -ENOMEM;
 	}
 
-	ret = gp_holder_charge(f->holder, PAGE_ALIGN(a.size));
+	ret = gp_alloc_charge(f, PAGE_ALIGN(a.size), &ch);
 	if (ret == -ENOMEM)	/* more than anyone can hold */
 		gp_pool_count_failure(strict ? a.node : numa_node_id());
 	if (ret)
 		return ret;
 	ret = gp_pool_alloc(a.size, strict ? a.node : numa_node_id(), strict,
-			    f->holder, &c);
+			    f->holder, &ch, &c);
 	if (ret) {
-		gp_holder_uncharge(f->holder, PAGE_ALIGN(a.size));
+		gp_alloc_uncharge(f, PAGE_ALIGN(a.size), &ch);
 		return ret;
 	}
 
@@ -271,6 +320,35 @@ out_put_chunk:
 	return ret;
 }
 
+static long gp_ioctl_cgroup(struct gp_file *f, void __user *uarg)
+{
+	struct gpupool_cgroup cg;
+	struct gp_denial d;
+	long ret;
+
+	if (copy_from_user(&cg, uarg, sizeof(cg)))
+		return -EFAULT;
+	if (cg.flags & ~GPUPOOL_CGROUP_VALID_FLAGS)
+		return -EINVAL;
+	if (cg.pad || cg.usage || cg.chunks || cg.cgroup_id || cg.denials ||
+	    !gp_zeroed(cg.reserved, sizeof(cg.reserved)))
+		return -EINVAL;
+
+	/* A copy with its own cgroup reference: no lock held while used. */
+	spin_lock(&f->denial_lock);
+	d = f->denial;
+	if (d.cgrp)
+		cgroup_get(d.cgrp);
+	spin_unlock(&f->denial_lock);
+	ret = gp_cg_ioctl(&cg, &d);
+	gp_denial_clear(&d);
+	if (ret)
+		return ret;
+	if (copy_to_user(uarg, &cg, sizeof(cg)))
+		return -EFAULT;
+	return 0;
+}
+
 static long gp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct gp_file *f = file->private_data;
@@ -287,6 +365,8 @@ static long gp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return gp_ioctl_stats(uarg);
 	case GPUPOOL_IOC_EXPORT:
 		return gp_ioctl_export(file, f, uarg);
+	case GPUPOOL_IOC_CGROUP:
+		return gp_ioctl_cgroup(f, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -339,6 +419,7 @@ static int gp_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	}
 	xa_init_flags(&f->chunks, XA_FLAGS_ALLOC1);
+	spin_lock_init(&f->denial_lock);
 	file->private_data = f;
 	return 0;
 }
@@ -354,6 +435,7 @@ static int gp_release(struct inode *inode, struct file *file)
 		gp_chunk_put(c);
 	}
 	xa_destroy(&f->chunks);
+	gp_denial_clear(&f->denial);
 	gp_holder_put(f->holder);
 	kfree(f);
 	return 0;

@@ -18,6 +18,9 @@
  *   struct gp_holder  per process (tgid) accounting: referenced by every
  *                     /dev/gpupool file the process opened and by every
  *                     chunk that counts against it.
+ *   struct gp_cg      per cgroup accounting and limit (cgroup.c):
+ *                     referenced by every chunk charged to its cgroup and
+ *                     by its child cgroups' entries.
  */
 #ifndef GPUPOOL_KMOD_H
 #define GPUPOOL_KMOD_H
@@ -168,12 +171,34 @@ static inline void gp_node_lock(struct gp_node *n)
 	mutex_lock(&n->lock);
 }
 
-/* 64 bytes: every ALLOC kzallocs one (bh beside kref, where padding was). */
+struct gp_cg;
+struct cgroup;
+struct dmem_cgroup_pool_state;
+
+/* A chunk's charge to cgroups (cgroup.c). */
+struct gp_charge {
+	struct gp_cg *cg;		/* our table's entry; holds a ref */
+	struct dmem_cgroup_pool_state *dmem;	/* the dmem charge, or NULL */
+};
+
+/* Why a file's last refused ALLOC was refused by a cgroup limit. */
+struct gp_denial {
+	struct cgroup *cgrp;		/* referenced; NULL: none */
+	u64 limit;
+	u64 usage;
+	u64 chunks;
+	u64 denials;
+	bool dmem;			/* dmem refused: cgrp is the task's */
+};
+
+/* 88 bytes: every ALLOC kzallocs one (bh beside kref, where padding was). */
 struct gp_chunk {
 	struct kref kref;
 	bfc_handle_t bh;
 	struct gp_node *node;
 	struct gp_holder *holder;	/* counted against; holds a ref */
+	struct gp_charge charge;	/* its cgroups' */
+	u64 cgroup_id;			/* of charge's cgroup, for tracepoints */
 	u64 offset;			/* in the node's offset space */
 	u64 size;			/* bytes, page multiple */
 	u64 requested;			/* bytes asked for (bfc's requested) */
@@ -209,7 +234,8 @@ u64 gp_pool_reserve_ns(void);
 u64 gp_pool_node_mask(void);
 struct gp_node *gp_pool_node(int nid);
 int gp_pool_alloc(u64 size, int nid, bool strict_node,
-		  struct gp_holder *holder, struct gp_chunk **out);
+		  struct gp_holder *holder, const struct gp_charge *charge,
+		  struct gp_chunk **out);
 void gp_pool_release_chunk(struct gp_chunk *c);
 void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s);
 /* A node's figures for /proc's bin table and map (gp_pool_stats()). */
@@ -302,6 +328,18 @@ void gp_holder_put(struct gp_holder *h);
 int gp_holder_charge(struct gp_holder *h, u64 bytes);
 void gp_holder_uncharge(struct gp_holder *h, u64 bytes);
 void gp_holder_show(struct seq_file *m, bool all, kuid_t uid);
+
+/* cgroup.c: chunks charged to cgroups, per-cgroup limits. */
+struct gpupool_cgroup;
+extern bool gp_cg_dmem;
+int gp_cg_init(const char *mode, u64 capacity);
+void gp_cg_exit(void);
+int gp_cg_charge(u64 size, struct gp_charge *ch, struct gp_denial *d);
+void gp_cg_uncharge(struct gp_charge *ch, u64 size);
+u64 gp_cg_id(const struct gp_charge *ch);
+void gp_denial_clear(struct gp_denial *d);
+int gp_cg_ioctl(struct gpupool_cgroup *arg, const struct gp_denial *d);
+void gp_cg_show(struct seq_file *m);
 
 /* dev.c: the /dev/gpupool miscdevice. */
 int gpupool_dev_init(umode_t mode);

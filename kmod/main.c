@@ -56,6 +56,11 @@ module_param(policy, charp, 0444);
 MODULE_PARM_DESC(policy,
 		 "Chunk placement: tf (TensorFlow's BFC), exact, seg, half or age (default: tf); see docs/placement.md");
 
+static char *cgroup_limits = "auto";
+module_param(cgroup_limits, charp, 0444);
+MODULE_PARM_DESC(cgroup_limits,
+		 "Per-cgroup limits: auto (the dmem controller's dmem.max where the kernel has it, else the module's own, set with gpupoolctl limit), dmem or module (default auto)");
+
 u64 gp_per_process_limit;
 u32 gp_policy = BFC_POLICY_DEFAULT;
 
@@ -212,9 +217,13 @@ static int __init gpupool_init(void)
 			return ret;
 	}
 
-	ret = gp_pool_init(nids, nr, pool, max, strict);
+	ret = gp_cg_init(cgroup_limits, max ?: pool);
 	if (ret)
 		return ret;
+
+	ret = gp_pool_init(nids, nr, pool, max, strict);
+	if (ret)
+		goto out_cg;
 
 	ret = gpupool_proc_init();
 	if (ret)
@@ -224,14 +233,17 @@ static int __init gpupool_init(void)
 	if (ret)
 		goto out_proc;
 
-	pr_info("loaded: %llu MiB on %u node(s), growth limit %llu MiB, per-process limit %llu MiB\n",
-		gp_pool_size() >> 20, nr, max >> 20, gp_per_process_limit >> 20);
+	pr_info("loaded: %llu MiB on %u node(s), growth limit %llu MiB, per-process limit %llu MiB, cgroup limits: %s\n",
+		gp_pool_size() >> 20, nr, max >> 20, gp_per_process_limit >> 20,
+		gp_cg_dmem ? "dmem" : "module");
 	return 0;
 
 out_proc:
 	gpupool_proc_exit();
 out_pool:
 	gp_pool_exit();
+out_cg:
+	gp_cg_exit();
 	return ret;
 }
 
@@ -240,6 +252,7 @@ static void __exit gpupool_exit(void)
 	gpupool_dev_exit();
 	gpupool_proc_exit();
 	gp_pool_exit();
+	gp_cg_exit();
 	pr_info("unloaded\n");
 }
 

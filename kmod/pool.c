@@ -253,12 +253,14 @@ void gp_pool_count_failure(int nid)
 
 /*
  * A chunk of `size` bytes with one reference (the caller's), counted against
- * holder (which the chunk references; the caller has charged it).
+ * holder (which the chunk references; the caller has charged it) and
+ * charged to charge's cgroups (the chunk takes over the charge on success).
  * strict_node: only from nid.  Else nid first (when it has a sub-pool),
  * then the others; every node first without waiting or growing, then with.
  */
 int gp_pool_alloc(u64 size, int nid, bool strict_node,
-		  struct gp_holder *holder, struct gp_chunk **out)
+		  struct gp_holder *holder, const struct gp_charge *charge,
+		  struct gp_chunk **out)
 {
 	/* The clock only for a tracer: two reads an ALLOC cost more than
 	 * the ALLOC's own bookkeeping (microseconds under TCG).
@@ -303,7 +305,7 @@ out:
 	if (trace_gpupool_alloc_enabled())
 		trace_gpupool_alloc(size, ret ? 0 : c->size,
 				    ret ? first->nid : c->node->nid,
-				    pid_nr(holder->tgid),
+				    pid_nr(holder->tgid), gp_cg_id(charge),
 				    t0 ? ktime_get_ns() - t0 : 0, ret);
 	if (ret) {
 		if (ret == -ENOMEM)
@@ -313,6 +315,8 @@ out:
 	}
 	gp_holder_get(holder);
 	c->holder = holder;
+	c->charge = *charge;
+	c->cgroup_id = gp_cg_id(charge);
 	*out = c;
 	return 0;
 }
@@ -335,7 +339,8 @@ void gp_pool_release_chunk(struct gp_chunk *c)
 {
 	struct gp_node *n = c->node;
 
-	trace_gpupool_free(c->size, n->nid, pid_nr(c->holder->tgid));
+	trace_gpupool_free(c->size, n->nid, pid_nr(c->holder->tgid),
+			 c->cgroup_id);
 	atomic64_sub(c->size, &gp_live_bytes);
 	spin_lock(&n->stat_lock);
 	n->c.live_bytes -= c->size;
@@ -393,14 +398,16 @@ static void gp_chunk_return(struct gp_chunk *c)
 	mutex_unlock(&n->lock);
 	wake_up_all(&n->zero_wait);
 
-	trace_gpupool_zeroed(c->size, n->nid, pid_nr(c->holder->tgid));
+	trace_gpupool_zeroed(c->size, n->nid, pid_nr(c->holder->tgid),
+			 c->cgroup_id);
 	gp_holder_put(c->holder);
 	kfree(c);
 }
 
 static void gp_quarantine(struct gp_node *n, struct gp_chunk *c)
 {
-	trace_gpupool_quarantine(c->size, n->nid, pid_nr(c->holder->tgid));
+	trace_gpupool_quarantine(c->size, n->nid, pid_nr(c->holder->tgid),
+			 c->cgroup_id);
 	spin_lock(&n->stat_lock);
 	n->c.zeroing_bytes -= c->size;
 	n->c.zeroing_chunks--;

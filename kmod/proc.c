@@ -97,6 +97,7 @@ static int gpupool_proc_show(struct seq_file *m, void *v)
 
 	gp_holder_show(m, file_ns_capable(m->file, &init_user_ns,
 					  CAP_SYS_ADMIN), cred->euid);
+	gp_cg_show(m);
 	gp_pool_show_bins(m, maps);
 	gp_pool_show_map(m, maps);
 	kvfree(maps);

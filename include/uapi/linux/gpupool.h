@@ -17,7 +17,7 @@
 #include <linux/types.h>
 
 #define GPUPOOL_ABI_MAJOR	1
-#define GPUPOOL_ABI_MINOR	0
+#define GPUPOOL_ABI_MINOR	1
 
 #define GPUPOOL_IOC_MAGIC	'G'
 
@@ -32,10 +32,20 @@ struct gpupool_version {
 	__u32 nr_nodes;			/* out: NUMA sub-pools */
 	__u32 pad;			/* must be 0 */
 	__u64 node_mask;		/* out: bit n set = sub-pool on node n */
-	__u64 reserved[4];		/* must be 0 */
+	__u64 features;			/* out: GPUPOOL_FEATURE_* (1.1) */
+	__u64 reserved[3];		/* must be 0 */
 };
 
 #define GPUPOOL_VERSION_VALID_FLAGS	0u
+
+/* Chunks are charged to cgroups; GPUPOOL_IOC_CGROUP answers (ABI 1.1). */
+#define GPUPOOL_FEATURE_CGROUP		(1ull << 0)
+/*
+ * Cgroup limits are the kernel's dmem controller's: `dmem.max` of region
+ * "gpupool" in cgroupfs (Linux 6.14+ with CONFIG_CGROUP_DMEM).  Without
+ * this bit, limits are the module's own (GPUPOOL_CGROUP_SET_LIMIT).
+ */
+#define GPUPOOL_FEATURE_DMEM		(1ull << 1)
 
 #define GPUPOOL_IOC_VERSION	_IOWR(GPUPOOL_IOC_MAGIC, 0x00, struct gpupool_version)
 
@@ -52,12 +62,18 @@ struct gpupool_version {
  * when that node has a sub-pool and room, else from another node; with it,
  * only from `node`.
  *
+ * The chunk is charged to the allocating task's cgroup (v2) and to each of
+ * its ancestors until its last reference is gone, wherever the task, the
+ * mappings or exported fds go meanwhile (see GPUPOOL_IOC_CGROUP).
+ *
  * Errors: -EINVAL (size 0, bad flags, non-zero node without
  * GPUPOOL_ALLOC_NODE, non-zero pad/reserved), -ENODEV (no sub-pool on
  * `node`), -ENOMEM (the pool cannot serve it, even after waiting for freed
  * chunks to be zeroed and trying to grow), -EDQUOT (the process would
- * exceed the per_process_limit module parameter), -EINTR (killed while
- * waiting).
+ * exceed the per_process_limit module parameter), -ENOSPC (the task's
+ * cgroup or one of its ancestors would exceed its limit: which one,
+ * GPUPOOL_IOC_CGROUP with GPUPOOL_CGROUP_LAST_DENIAL tells), -EINTR
+ * (killed while waiting).
  */
 struct gpupool_alloc {
 	__u64 size;			/* in: bytes wanted, > 0 */
@@ -167,5 +183,68 @@ struct gpupool_chunk_info {
 #define GPUPOOL_CHUNK_INFO_VALID_FLAGS	0u
 
 #define GPUPOOL_IOC_CHUNK_INFO	_IOWR(GPUPOOL_IOC_MAGIC, 0x10, struct gpupool_chunk_info)
+
+/*
+ * GPUPOOL_IOC_CGROUP (ABI 1.1): a cgroup's share of the pool.
+ *
+ * Every chunk is charged to a cgroup of the default (v2) hierarchy and to
+ * its ancestors; `usage` and `chunks` count a cgroup and its descendants.
+ * A limit bounds the same sum: an ALLOC that would take any cgroup on the
+ * allocating task's path above its limit fails with -ENOSPC.
+ *
+ * The cgroup is named by cgroup_fd, an open file descriptor of its
+ * directory in a cgroup2 mount (O_RDONLY | O_DIRECTORY), or, with
+ * GPUPOOL_CGROUP_LAST_DENIAL, it is the one whose limit refused this
+ * file's last ALLOC that failed with -ENOSPC (cgroup_fd must be -1).
+ *
+ *  - no flag: the cgroup's figures (anyone who can open /dev/gpupool);
+ *  - GPUPOOL_CGROUP_SET_LIMIT: set its limit to `limit` bytes (> 0; it may
+ *    be below the current usage: live chunks stay, new ALLOCs fail);
+ *  - GPUPOOL_CGROUP_CLEAR_LIMIT: no limit.
+ * Setting or clearing needs CAP_SYS_ADMIN in the initial user namespace,
+ * and fails with -EOPNOTSUPP where GPUPOOL_FEATURE_DMEM is set: there the
+ * limit is dmem.max in cgroupfs.
+ *
+ * Out: `limit` (GPUPOOL_NO_LIMIT when none; with GPUPOOL_FEATURE_DMEM,
+ * GPUPOOL_NO_LIMIT and flags has GPUPOOL_CGROUP_DMEM: read dmem.max),
+ * `usage`, `chunks`, `cgroup_id` (the inode number of its directory), and,
+ * when path_ptr is not 0, the cgroup's path relative to the caller's cgroup
+ * namespace root, NUL-terminated, in the path_len bytes at path_ptr (the
+ * same path /proc/self/cgroup shows; -ENAMETOOLONG when it does not fit).
+ * For GPUPOOL_CGROUP_LAST_DENIAL, limit and usage are those at the
+ * refusal (the figures of the cgroup whose limit refused it); -ENOENT when
+ * no ALLOC of this file was refused by a cgroup limit.
+ *
+ * Errors: -EINVAL (bad flags, SET_LIMIT with CLEAR_LIMIT, limit 0 or
+ * GPUPOOL_NO_LIMIT with SET_LIMIT, limit with other flags, non-zero
+ * pad/reserved), -EBADF (cgroup_fd is not a cgroup v2 directory), -EPERM,
+ * -EOPNOTSUPP (above), -ENOENT, -ENAMETOOLONG, -EFAULT.
+ */
+struct gpupool_cgroup {
+	__u32 flags;			/* in: GPUPOOL_CGROUP_*; out: + DMEM */
+	__s32 cgroup_fd;		/* in: cgroup v2 directory, or -1 */
+	__u64 limit;			/* in: with SET_LIMIT; out */
+	__u64 usage;			/* out: bytes charged, descendants too */
+	__u64 chunks;			/* out: chunks charged, descendants too */
+	__u64 cgroup_id;		/* out */
+	__u64 denials;			/* out: ALLOCs its limit refused */
+	__u64 path_ptr;			/* in: buffer for the path, or 0 */
+	__u32 path_len;			/* in: its size in bytes */
+	__u32 pad;			/* must be 0 */
+	__u64 reserved[4];		/* must be 0 */
+};
+
+#define GPUPOOL_CGROUP_SET_LIMIT	(1u << 0)
+#define GPUPOOL_CGROUP_CLEAR_LIMIT	(1u << 1)
+#define GPUPOOL_CGROUP_LAST_DENIAL	(1u << 2)
+#define GPUPOOL_CGROUP_VALID_FLAGS	(GPUPOOL_CGROUP_SET_LIMIT | \
+					 GPUPOOL_CGROUP_CLEAR_LIMIT | \
+					 GPUPOOL_CGROUP_LAST_DENIAL)
+/* out only: the limit is the dmem controller's (GPUPOOL_FEATURE_DMEM). */
+#define GPUPOOL_CGROUP_DMEM		(1u << 31)
+
+#define GPUPOOL_NO_LIMIT		(~0ull)
+
+#define GPUPOOL_IOC_CGROUP	_IOWR(GPUPOOL_IOC_MAGIC, 0x05, struct gpupool_cgroup)
 
 #endif /* _UAPI_LINUX_GPUPOOL_H */

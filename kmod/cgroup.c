@@ -1,0 +1,727 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cgroup.c - chunks charged to cgroups (v2), and the per-cgroup limits.
+ *
+ * Every chunk is charged, at ALLOC, to the cgroup of the default hierarchy
+ * the allocating task is in, and to each of its ancestors; the charge stays
+ * with those cgroups until the chunk's last reference is gone, as memcg's
+ * and dmem's do: the task moving, the chunk exported or imported in
+ * another container, the allocator exiting move nothing.
+ *
+ * Two ways to limit, chosen at load (cgroup_limits=):
+ *
+ *  - dmem (Linux 6.14+ with CONFIG_CGROUP_DMEM): the pool is one dmem
+ *    region, "gpupool", and each ALLOC is charged through
+ *    dmem_cgroup_try_charge(): dmem.max in cgroupfs is the limit, and
+ *    nothing of ours sets one.  One region for the whole pool, not one per
+ *    NUMA node: a tenant's share is of the pool, and an ALLOC that falls
+ *    back to another node would otherwise be charged to a region its
+ *    tenant never asked for.  Nothing in the pool can be evicted, so a
+ *    charge dmem refuses is a refused ALLOC.
+ *  - module (every kernel): our own table, below, holds a limit per
+ *    cgroup, set with GPUPOOL_IOC_CGROUP (gpupoolctl limit).
+ *
+ * The table is kept on both ways: /proc/gpupool shows each cgroup's use
+ * from it.  One struct gp_cg per cgroup that has been charged or limited,
+ * in a hash by struct cgroup, each holding a reference on its cgroup and
+ * on its parent's entry, so that a chunk's charge reaches every ancestor
+ * by following ->parent.  An entry is kept while its cgroup lives, so that
+ * a cgroup that frees its last chunk and allocates again costs no
+ * allocation; the prune (below) lets go of the entries of removed cgroups:
+ * an entry goes when its cgroup is removed and no chunk is charged to it.
+ *
+ * Locking: gp_cg_lock (a spinlock: chunks are uncharged when their last
+ * reference goes, under mmap_lock or in a file's release) guards the table
+ * and every entry's fields.  It is taken inside nothing of ours and takes
+ * nothing of ours inside it.  cgroup_path_ns() sleeps (cgroup_mutex):
+ * paths are computed outside it, on entries pinned by a reference.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/cgroup.h>
+#include <linux/hashtable.h>
+#include <linux/nsproxy.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include <linux/gpupool.h>
+
+#if IS_ENABLED(CONFIG_CGROUP_DMEM)
+#include <linux/cgroup_dmem.h>
+#endif
+
+#include "gpupool.h"
+
+struct gp_cg {
+	/* In gp_cg_hash by cgrp; or on a list of entries made or freed. */
+	struct hlist_node hnode;
+	struct cgroup *cgrp;		/* referenced */
+	struct gp_cg *parent;		/* referenced (counted in its refs) */
+	u64 bytes;			/* charged here and below */
+	u64 chunks;
+	u64 limit;			/* GPUPOOL_NO_LIMIT: none */
+	u64 denials;			/* ALLOCs this limit refused */
+	/*
+	 * Chunks charged here directly, child entries, 1 while kept (until
+	 * the prune sees the cgroup removed), 1 while limited, and the
+	 * transient holds of an ALLOC, an ioctl or a /proc reader.
+	 */
+	unsigned int refs;
+	bool kept;
+};
+
+#define GP_CG_HASH_BITS	10
+
+static DEFINE_SPINLOCK(gp_cg_lock);
+static DEFINE_HASHTABLE(gp_cg_hash, GP_CG_HASH_BITS);
+static unsigned long gp_cg_nr;		/* entries in gp_cg_hash */
+static u64 gp_cg_denials;		/* every refusal, for /proc */
+
+/* The removed cgroups' entries go within this long when nothing asks. */
+#define GP_CG_PRUNE_INTERVAL	(10 * HZ)
+static void gp_cg_prune_work(struct work_struct *work);
+static DECLARE_DELAYED_WORK(gp_cg_prune_dwork, gp_cg_prune_work);
+
+bool gp_cg_dmem;			/* limits are dmem's (cgroup_limits=) */
+#if IS_ENABLED(CONFIG_CGROUP_DMEM)
+static struct dmem_cgroup_region *gp_dmem_region;
+#endif
+
+static struct gp_cg *gp_cg_find(struct cgroup *cgrp)
+{
+	struct gp_cg *e;
+
+	lockdep_assert_held(&gp_cg_lock);
+	hash_for_each_possible(gp_cg_hash, e, hnode, (unsigned long)cgrp)
+		if (e->cgrp == cgrp)
+			return e;
+	return NULL;
+}
+
+/*
+ * Drop a reference; an entry left with none leaves the table and drops its
+ * own reference on its parent's.  Never sleeps (cgroup_put() does not).
+ */
+static void gp_cg_put_locked(struct gp_cg *e)
+{
+	struct gp_cg *parent;
+
+	lockdep_assert_held(&gp_cg_lock);
+	while (e && !--e->refs) {
+		parent = e->parent;
+		hash_del(&e->hnode);
+		gp_cg_nr--;
+		cgroup_put(e->cgrp);
+		kfree(e);
+		e = parent;
+	}
+}
+
+static void gp_cg_put(struct gp_cg *e)
+{
+	spin_lock(&gp_cg_lock);
+	gp_cg_put_locked(e);
+	spin_unlock(&gp_cg_lock);
+}
+
+/*
+ * The entry of cgrp (which the caller holds a reference on), with a new
+ * reference, made with those of its ancestors that have none yet; NULL
+ * when out of memory.  May sleep.  The missing entries are made outside
+ * the lock and published all at once, linked, so that no one charges an
+ * entry whose ancestors are not there yet.
+ */
+static struct gp_cg *gp_cg_get(struct cgroup *cgrp)
+{
+	struct gp_cg *e, *first = NULL, *child = NULL;
+	HLIST_HEAD(spare);
+	struct hlist_node *tmp;
+	unsigned int need, have = 0;
+	struct cgroup *c;
+
+	for (;;) {
+		need = 0;
+		spin_lock(&gp_cg_lock);
+		for (c = cgrp; c && !gp_cg_find(c); c = cgroup_parent(c))
+			need++;
+		if (need <= have)
+			break;		/* with the lock held */
+		spin_unlock(&gp_cg_lock);
+		for (; have < need; have++) {
+			e = kzalloc(sizeof(*e), GFP_KERNEL);
+			if (!e)
+				goto out_free;
+			hlist_add_head(&e->hnode, &spare);
+		}
+	}
+
+	for (c = cgrp; c; c = cgroup_parent(c)) {
+		bool made = false;
+
+		e = gp_cg_find(c);
+		if (!e) {
+			e = hlist_entry(spare.first, struct gp_cg, hnode);
+			hlist_del(&e->hnode);
+			cgroup_get(c);
+			e->cgrp = c;
+			e->limit = GPUPOOL_NO_LIMIT;
+			e->refs = 1;	/* kept */
+			e->kept = true;
+			hash_add(gp_cg_hash, &e->hnode, (unsigned long)c);
+			gp_cg_nr++;
+			made = true;
+		}
+		e->refs++;	/* the caller's, or the child's */
+		if (child)
+			child->parent = e;
+		else
+			first = e;
+		if (!made)
+			break;	/* there before: linked to its parent already */
+		child = e;
+	}
+	spin_unlock(&gp_cg_lock);
+	queue_delayed_work(system_wq, &gp_cg_prune_dwork, GP_CG_PRUNE_INTERVAL);
+out_free:
+	hlist_for_each_entry_safe(e, tmp, &spare, hnode)
+		kfree(e);
+	return first;
+}
+
+/*
+ * Let go of the entries of removed cgroups: each loses its kept reference
+ * and its limit (no task can be in a removed cgroup, so no ALLOC can meet
+ * that limit again); an entry that still has chunks charged stays until
+ * they go.  Entries whose last reference goes are set aside first and
+ * freed after the walk, which may free their ancestors.
+ */
+static void gp_cg_prune(void)
+{
+	struct gp_cg *e, *parent;
+	struct hlist_node *tmp;
+	HLIST_HEAD(doomed);
+	unsigned int bkt;
+
+	spin_lock(&gp_cg_lock);
+	hash_for_each_safe(gp_cg_hash, bkt, tmp, e, hnode) {
+		if (!e->kept || !css_is_dying(&e->cgrp->self))
+			continue;
+		e->kept = false;
+		e->refs--;
+		if (e->limit != GPUPOOL_NO_LIMIT) {
+			e->limit = GPUPOOL_NO_LIMIT;
+			e->refs--;
+		}
+		if (!e->refs) {
+			hash_del(&e->hnode);
+			hlist_add_head(&e->hnode, &doomed);
+		}
+	}
+	hlist_for_each_entry_safe(e, tmp, &doomed, hnode) {
+		parent = e->parent;
+		gp_cg_nr--;
+		cgroup_put(e->cgrp);
+		kfree(e);
+		gp_cg_put_locked(parent);
+	}
+	spin_unlock(&gp_cg_lock);
+}
+
+static void gp_cg_prune_work(struct work_struct *work)
+{
+	gp_cg_prune();
+	spin_lock(&gp_cg_lock);
+	if (gp_cg_nr)
+		queue_delayed_work(system_wq, &gp_cg_prune_dwork,
+				   GP_CG_PRUNE_INTERVAL);
+	spin_unlock(&gp_cg_lock);
+}
+
+/* Refused by e's limit: what the refused file remembers. */
+static void gp_cg_note_denial(struct gp_cg *e, struct gp_denial *d)
+{
+	e->denials++;
+	gp_cg_denials++;
+	cgroup_get(e->cgrp);
+	d->cgrp = e->cgrp;
+	d->limit = e->limit;
+	d->usage = e->bytes;
+	d->chunks = e->chunks;
+	d->denials = e->denials;
+	d->dmem = false;
+}
+
+/* Charge e and its ancestors, unless a limit on the way refuses. */
+static int gp_cg_charge_locked(struct gp_cg *e, u64 size, struct gp_denial *d)
+{
+	struct gp_cg *p;
+
+	lockdep_assert_held(&gp_cg_lock);
+	for (p = e; p; p = p->parent) {
+		if (size > p->limit || p->bytes > p->limit - size) {
+			gp_cg_note_denial(p, d);
+			return -ENOSPC;
+		}
+	}
+	for (p = e; p; p = p->parent) {
+		p->bytes += size;
+		p->chunks++;
+	}
+	e->refs++;
+	return 0;
+}
+
+/* Our table's share of gp_cg_charge(): into ch->cg. */
+static int gp_cg_charge_table(u64 size, struct gp_charge *ch,
+			      struct gp_denial *d)
+{
+	struct cgroup *cgrp;
+	struct gp_cg *e;
+	int ret;
+
+	rcu_read_lock();
+	for (;;) {
+		cgrp = task_dfl_cgroup(current);
+		spin_lock(&gp_cg_lock);
+		e = gp_cg_find(cgrp);
+		if (e) {
+			ret = gp_cg_charge_locked(e, size, d);
+			spin_unlock(&gp_cg_lock);
+			rcu_read_unlock();
+			goto out;
+		}
+		spin_unlock(&gp_cg_lock);
+		/* Fails only while the task moves out of a removed cgroup. */
+		if (css_tryget(&cgrp->self))
+			break;
+		rcu_read_unlock();
+		cond_resched();
+		rcu_read_lock();
+	}
+	rcu_read_unlock();
+
+	/* The first ALLOC of this cgroup: make its entries. */
+	e = gp_cg_get(cgrp);
+	cgroup_put(cgrp);
+	if (!e)
+		return -ENOMEM;
+	spin_lock(&gp_cg_lock);
+	ret = gp_cg_charge_locked(e, size, d);
+	gp_cg_put_locked(e);		/* gp_cg_get()'s; kept holds it */
+	spin_unlock(&gp_cg_lock);
+out:
+	if (!ret)
+		ch->cg = e;
+	return ret;
+}
+
+#if IS_ENABLED(CONFIG_CGROUP_DMEM)
+static int gp_cg_charge_dmem(u64 size, struct gp_charge *ch,
+			     struct gp_denial *d)
+{
+	struct dmem_cgroup_pool_state *limit_pool = NULL;
+	int ret;
+
+	ret = dmem_cgroup_try_charge(gp_dmem_region, size, &ch->dmem,
+				     &limit_pool);
+	if (ret != -EAGAIN)
+		return ret;
+	/*
+	 * Over a dmem.max on the task's path.  dmem does not say whose; the
+	 * task's own cgroup is noted, and the library walks dmem.max up from
+	 * there (GPUPOOL_CGROUP_DMEM).
+	 */
+	if (limit_pool)
+		dmem_cgroup_pool_state_put(limit_pool);
+	spin_lock(&gp_cg_lock);
+	gp_cg_denials++;
+	spin_unlock(&gp_cg_lock);
+	rcu_read_lock();
+	d->cgrp = task_dfl_cgroup(current);
+	if (!css_tryget(&d->cgrp->self))
+		d->cgrp = NULL;
+	rcu_read_unlock();
+	d->limit = GPUPOOL_NO_LIMIT;
+	d->usage = 0;
+	d->chunks = 0;
+	d->denials = 0;
+	d->dmem = true;
+	return -ENOSPC;
+}
+#endif
+
+/*
+ * Charge an ALLOC of size bytes to the calling task's cgroup: 0, -ENOSPC
+ * (a limit refused it: d says which, with a cgroup reference for the
+ * caller to drop with gp_denial_clear()) or -ENOMEM.  May sleep.
+ */
+int gp_cg_charge(u64 size, struct gp_charge *ch, struct gp_denial *d)
+{
+	int ret;
+
+	memset(ch, 0, sizeof(*ch));
+#if IS_ENABLED(CONFIG_CGROUP_DMEM)
+	if (gp_cg_dmem) {
+		ret = gp_cg_charge_dmem(size, ch, d);
+		if (ret)
+			return ret;
+	}
+#endif
+	ret = gp_cg_charge_table(size, ch, d);
+	if (ret)
+		gp_cg_uncharge(ch, size);
+	return ret;
+}
+
+/* The chunk's last reference is gone (or its ALLOC failed).  No sleeping. */
+void gp_cg_uncharge(struct gp_charge *ch, u64 size)
+{
+	struct gp_cg *p;
+
+#if IS_ENABLED(CONFIG_CGROUP_DMEM)
+	if (ch->dmem)
+		dmem_cgroup_uncharge(ch->dmem, size);
+#endif
+	ch->dmem = NULL;
+	if (!ch->cg)
+		return;
+	spin_lock(&gp_cg_lock);
+	for (p = ch->cg; p; p = p->parent) {
+		p->bytes -= size;
+		p->chunks--;
+	}
+	gp_cg_put_locked(ch->cg);
+	spin_unlock(&gp_cg_lock);
+	ch->cg = NULL;
+}
+
+u64 gp_cg_id(const struct gp_charge *ch)
+{
+	return ch->cg ? cgroup_id(ch->cg->cgrp) : 0;
+}
+
+void gp_denial_clear(struct gp_denial *d)
+{
+	if (d->cgrp)
+		cgroup_put(d->cgrp);
+	memset(d, 0, sizeof(*d));
+}
+
+/* GPUPOOL_IOC_CGROUP ------------------------------------------------------ */
+
+/* cgrp's path as the calling task's cgroup namespace sees it. */
+static int gp_cg_path(struct cgroup *cgrp, char *buf, size_t len)
+{
+	int ret = cgroup_path_ns(cgrp, buf, len, current->nsproxy->cgroup_ns);
+
+	if (ret < 0)
+		return ret;
+	return ret >= len ? -ENAMETOOLONG : 0;
+}
+
+static int gp_cg_copy_path(struct cgroup *cgrp, struct gpupool_cgroup *arg)
+{
+	char *buf;
+	int ret;
+
+	if (!arg->path_ptr)
+		return 0;
+	if (!arg->path_len)
+		return -ENAMETOOLONG;
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	ret = gp_cg_path(cgrp, buf, PATH_MAX);
+	if (!ret && strlen(buf) >= arg->path_len)
+		ret = -ENAMETOOLONG;
+	if (!ret && copy_to_user(u64_to_user_ptr(arg->path_ptr), buf,
+				 strlen(buf) + 1))
+		ret = -EFAULT;
+	kfree(buf);
+	return ret;
+}
+
+static void gp_cg_fill(struct gp_cg *e, struct gpupool_cgroup *arg)
+{
+	lockdep_assert_held(&gp_cg_lock);
+	arg->limit = e->limit;
+	arg->usage = e->bytes;
+	arg->chunks = e->chunks;
+	arg->denials = e->denials;
+}
+
+/* A cgroup's figures, or a change of its limit (arg->flags). */
+static int gp_cg_limit(struct gpupool_cgroup *arg)
+{
+	u32 op = arg->flags & (GPUPOOL_CGROUP_SET_LIMIT |
+			       GPUPOOL_CGROUP_CLEAR_LIMIT);
+	struct cgroup *cgrp;
+	struct gp_cg *e;
+	int ret;
+
+	if (op == (GPUPOOL_CGROUP_SET_LIMIT | GPUPOOL_CGROUP_CLEAR_LIMIT))
+		return -EINVAL;
+	if (op == GPUPOOL_CGROUP_SET_LIMIT &&
+	    (!arg->limit || arg->limit == GPUPOOL_NO_LIMIT))
+		return -EINVAL;
+	if (op != GPUPOOL_CGROUP_SET_LIMIT && arg->limit)
+		return -EINVAL;
+	if (op && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (op && gp_cg_dmem)
+		return -EOPNOTSUPP;
+
+	cgrp = cgroup_get_from_fd(arg->cgroup_fd);
+	if (IS_ERR(cgrp))
+		return PTR_ERR(cgrp);
+	e = gp_cg_get(cgrp);
+	if (!e) {
+		cgroup_put(cgrp);
+		return -ENOMEM;
+	}
+	spin_lock(&gp_cg_lock);
+	if (op == GPUPOOL_CGROUP_SET_LIMIT) {
+		if (e->limit == GPUPOOL_NO_LIMIT)
+			e->refs++;
+		e->limit = arg->limit;
+	} else if (op == GPUPOOL_CGROUP_CLEAR_LIMIT &&
+		   e->limit != GPUPOOL_NO_LIMIT) {
+		e->limit = GPUPOOL_NO_LIMIT;
+		e->refs--;	/* gp_cg_get()'s is still held */
+	}
+	gp_cg_fill(e, arg);
+	spin_unlock(&gp_cg_lock);
+	arg->cgroup_id = cgroup_id(cgrp);
+	ret = gp_cg_copy_path(cgrp, arg);
+	gp_cg_put(e);
+	cgroup_put(cgrp);
+	if (op == GPUPOOL_CGROUP_SET_LIMIT)
+		pr_info("cgroup %llu: limit set to %llu kB by pid %d\n",
+			arg->cgroup_id, arg->limit >> 10,
+			task_tgid_vnr(current));
+	else if (op)
+		pr_info("cgroup %llu: limit cleared by pid %d\n",
+			arg->cgroup_id, task_tgid_vnr(current));
+	return ret;
+}
+
+/* The refusal this file remembers. */
+static int gp_cg_last_denial(const struct gp_denial *d,
+			     struct gpupool_cgroup *arg)
+{
+	if (arg->cgroup_fd != -1 || arg->limit)
+		return -EINVAL;
+	if (!d->cgrp)
+		return -ENOENT;
+	arg->limit = d->limit;
+	arg->usage = d->usage;
+	arg->chunks = d->chunks;
+	arg->denials = d->denials;
+	arg->cgroup_id = cgroup_id(d->cgrp);
+	return gp_cg_copy_path(d->cgrp, arg);
+}
+
+/* d: a copy of the file's last refusal (with a cgroup reference). */
+int gp_cg_ioctl(struct gpupool_cgroup *arg, const struct gp_denial *d)
+{
+	int ret;
+
+	if (arg->flags & GPUPOOL_CGROUP_LAST_DENIAL) {
+		if (arg->flags != GPUPOOL_CGROUP_LAST_DENIAL)
+			return -EINVAL;
+		ret = gp_cg_last_denial(d, arg);
+		if (d->dmem)
+			arg->flags |= GPUPOOL_CGROUP_DMEM;
+		return ret;
+	}
+	gp_cg_prune();
+	ret = gp_cg_limit(arg);
+	if (gp_cg_dmem) {
+		arg->flags |= GPUPOOL_CGROUP_DMEM;
+		arg->limit = GPUPOOL_NO_LIMIT;
+	}
+	return ret;
+}
+
+/* /proc/gpupool ----------------------------------------------------------- */
+
+struct gp_cg_row {
+	struct gp_cg *e;		/* referenced */
+	u64 bytes, chunks, limit, denials;
+	char *path;
+};
+
+static int gp_cg_row_cmp(const void *a, const void *b)
+{
+	const struct gp_cg_row *x = a, *y = b;
+
+	return strcmp(x->path ?: "", y->path ?: "");
+}
+
+/* The rows to show: cgroups with chunks charged or a limit, referenced. */
+static struct gp_cg_row *gp_cg_rows(unsigned int *nr)
+{
+	struct gp_cg_row *rows;
+	unsigned int n = 0, cap;
+	unsigned int bkt;
+	struct gp_cg *e;
+
+	spin_lock(&gp_cg_lock);
+	cap = gp_cg_nr;
+	spin_unlock(&gp_cg_lock);
+	rows = kvcalloc(cap + 1, sizeof(*rows), GFP_KERNEL);
+	if (!rows)
+		return NULL;
+	spin_lock(&gp_cg_lock);
+	hash_for_each(gp_cg_hash, bkt, e, hnode) {
+		if (n > cap)
+			break;		/* grown meanwhile: a later read sees it */
+		if (!e->chunks && e->limit == GPUPOOL_NO_LIMIT)
+			continue;
+		e->refs++;
+		rows[n].e = e;
+		rows[n].bytes = e->bytes;
+		rows[n].chunks = e->chunks;
+		rows[n].limit = e->limit;
+		rows[n].denials = e->denials;
+		n++;
+	}
+	spin_unlock(&gp_cg_lock);
+	*nr = n;
+	return rows;
+}
+
+/*
+ * The cgroup lines of /proc/gpupool:
+ *	CgroupLimits: module|dmem
+ *	CgroupDenials: N
+ *	Cgroup: <kB> <chunks> <limit kB or -> <denials> <path>
+ * one per cgroup with chunks charged or a limit, sorted by path, paths as
+ * the reader's cgroup namespace sees them (as /proc/<pid>/cgroup shows
+ * them), escaped as Holder lines' commands are.  Figures are a cgroup's
+ * own and its descendants'.
+ */
+void gp_cg_show(struct seq_file *m)
+{
+	struct gp_cg_row *rows;
+	unsigned int i, nr = 0;
+	u64 denials;
+	char *buf;
+
+	gp_cg_prune();
+	spin_lock(&gp_cg_lock);
+	denials = gp_cg_denials;
+	spin_unlock(&gp_cg_lock);
+	seq_printf(m, "CgroupLimits:%*s\n", 12, gp_cg_dmem ? "dmem" : "module");
+	seq_printf(m, "CgroupDenials:%*llu\n", 11, denials);
+
+	rows = gp_cg_rows(&nr);
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!rows || !buf)
+		goto out;
+	for (i = 0; i < nr; i++)
+		if (!gp_cg_path(rows[i].e->cgrp, buf, PATH_MAX))
+			rows[i].path = kstrdup(buf, GFP_KERNEL);
+	sort(rows, nr, sizeof(*rows), gp_cg_row_cmp, NULL);
+	for (i = 0; i < nr; i++) {
+		if (!rows[i].path)
+			continue;	/* out of memory, or outside the ns */
+		seq_printf(m, "Cgroup: %llu %llu ", rows[i].bytes >> 10,
+			   rows[i].chunks);
+		if (rows[i].limit == GPUPOOL_NO_LIMIT)
+			seq_puts(m, "- ");
+		else
+			seq_printf(m, "%llu ", rows[i].limit >> 10);
+		seq_printf(m, "%llu ", rows[i].denials);
+		seq_escape(m, rows[i].path, "\n\\");
+		seq_putc(m, '\n');
+	}
+out:
+	kfree(buf);
+	if (rows) {
+		spin_lock(&gp_cg_lock);
+		for (i = 0; i < nr; i++)
+			gp_cg_put_locked(rows[i].e);
+		spin_unlock(&gp_cg_lock);
+		for (i = 0; i < nr; i++)
+			kfree(rows[i].path);
+		kvfree(rows);
+	}
+}
+
+/* Load and unload --------------------------------------------------------- */
+
+/*
+ * mode: "auto" (dmem where the kernel has it, else our table), "dmem"
+ * (fail without it) or "module" (our table even where dmem exists).
+ * capacity: the bytes the pool may reach (dmem.capacity).
+ */
+int gp_cg_init(const char *mode, u64 capacity)
+{
+	bool want_dmem = !strcmp(mode, "dmem");
+
+	if (!want_dmem && strcmp(mode, "auto") && strcmp(mode, "module")) {
+		pr_err("cgroup_limits=%s: expected auto, dmem or module\n",
+		       mode);
+		return -EINVAL;
+	}
+#if IS_ENABLED(CONFIG_CGROUP_DMEM)
+	if (strcmp(mode, "module")) {
+		gp_dmem_region = dmem_cgroup_register_region(capacity,
+							     GPUPOOL_NAME);
+		if (IS_ERR(gp_dmem_region)) {
+			pr_err("cannot register the dmem region: %ld\n",
+			       PTR_ERR(gp_dmem_region));
+			return PTR_ERR(gp_dmem_region);
+		}
+		gp_cg_dmem = gp_dmem_region;
+	}
+#endif
+	if (want_dmem && !gp_cg_dmem) {
+		pr_err("cgroup_limits=dmem: this kernel has no dmem cgroup controller (CONFIG_CGROUP_DMEM, Linux 6.14+)\n");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* Every chunk is gone (files, mappings and chunk fds pin the module). */
+void gp_cg_exit(void)
+{
+	struct hlist_node *tmp;
+	unsigned int bkt;
+	struct gp_cg *e;
+	bool progress;
+
+	cancel_delayed_work_sync(&gp_cg_prune_dwork);
+	/*
+	 * Only kept and limit references are left, and those of children:
+	 * let go of leaves until none is left.  Each put may free ancestors,
+	 * so the walk starts again after each.
+	 */
+	spin_lock(&gp_cg_lock);
+	do {
+		progress = false;
+		hash_for_each_safe(gp_cg_hash, bkt, tmp, e, hnode) {
+			if (e->refs != (unsigned int)e->kept +
+			    (e->limit != GPUPOOL_NO_LIMIT))
+				continue;
+			WARN_ON_ONCE(e->chunks);
+			e->refs = 1;
+			gp_cg_put_locked(e);
+			progress = true;
+			break;
+		}
+	} while (progress);
+	WARN_ON_ONCE(gp_cg_nr);
+	spin_unlock(&gp_cg_lock);
+#if IS_ENABLED(CONFIG_CGROUP_DMEM)
+	if (gp_dmem_region)
+		dmem_cgroup_unregister_region(gp_dmem_region);
+	gp_dmem_region = NULL;
+#endif
+	gp_cg_dmem = false;
+}
