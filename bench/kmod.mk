@@ -6,6 +6,7 @@
 #
 #   make -f bench/kmod.mk                  build $(O)/bench/kmod/kmod_bench
 #   make -f bench/kmod.mk run KVER=<rel>   build, boot the VM (3 GiB) and run it
+#   make -f bench/kmod.mk run-dmem         section 5 on the dmem kernel
 #
 # or by hand:
 #   vm/run-vm.sh --kernel <rel> --ko build/kmod/<rel>/gpupool.ko \
@@ -13,12 +14,14 @@
 # The figures are in the streamed output and in build/vm/<rel>/tests.log.
 # Under TCG every figure is slow; compare the ratios, not the times.
 #
-# `run` also builds the baseline module (KMOD_BASE_REV, below) from git for
-# the same kernel and hands it to the program as $KMOD_BENCH_BASE_KO: the
-# section 2 comparison loads the two in turn in the same VM boot.
-# KMOD_BASE_REV= (empty) skips it; so does a tree without git history.
-# KMOD_BENCH_SECTIONS, KMOD_BENCH_ALLOC_REPS, KMOD_BENCH_BASE_ROUNDS and
-# KMOD_BENCH_BASE_REPS, set here, reach the program in the VM
+# `run` also builds the baseline modules (KMOD_BASE_REV and
+# KMOD_CG_BASE_REV, below) from git for the same kernel and hands them to
+# the program as $KMOD_BENCH_BASE_KO and $KMOD_BENCH_CG_BASE_KO: sections
+# 2b and 5 load each in turn with this module in the same VM boot.  An
+# empty revision skips its comparison; so does a tree without git history.
+# KMOD_BENCH_SECTIONS, KMOD_BENCH_ALLOC_REPS, KMOD_BENCH_BASE_ROUNDS,
+# KMOD_BENCH_BASE_REPS and KMOD_BENCH_CG_PARAMS, set here, reach the
+# program in the VM
 # (bench/kmod_bench.c says what they do).
 
 TOP ?= $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
@@ -31,39 +34,80 @@ KVER   ?= $(shell $(TOP)/scripts/default-kver.sh)
 # before": the parent of aa1f360, the commit that added kmod/figures.c
 # (/proc/gpupool's bins and map from figures kept on the ALLOC/FREE path).
 # It is the last module without that bookkeeping; `git log -- kmod/figures.c
-# kmod/proc.c` finds it.  Its sources (kmod, core, include, Kbuild) come
-# from git and build with its own scripts/build-module.sh.
+# kmod/proc.c` finds it.
 KMOD_BASE_REV ?= 784ca9af9e94f37090b4547c0b09367ba0e84db7
-# A directory per revision: git archive gives the files their commit's
-# time, so objects built from another revision could look newer than them.
-KB_BASE := $(O)/bench/kmod-baseline/$(KMOD_BASE_REV)
-BASE_KO := $(KB_BASE)/$(KVER)/gpupool.ko
-HAVE_BASE := $(if $(KMOD_BASE_REV),$(shell git -C $(TOP) cat-file -e \
-	$(KMOD_BASE_REV)^{commit} 2>/dev/null && echo 1))
+# The baseline of section 5 (ALLOC charged to cgroups): the last module
+# before chunks were charged to cgroups (`git log -- kmod/cgroup.c`: the
+# parent of the commit that added it).
+KMOD_CG_BASE_REV ?= d816f5421c7f5a52f48eed3154eae7b15d46545b
 
-.PHONY: all run baseline
+# A baseline module: its sources (kmod, core, include, Kbuild) from git at
+# revision $(1), built with that revision's own scripts/build-module.sh,
+# for kernel $(2) (a release, or a build tree's release with $(3) the
+# tree).  A directory per revision: git archive gives the files their
+# commit's time, so objects built from another revision could look newer
+# than them.  The sources are taken afresh each time (a few files); kbuild
+# then rebuilds only what changed.
+base_dir = $(O)/bench/kmod-baseline/$(1)
+base_ko = $(call base_dir,$(1))/$(2)/gpupool.ko
+have_rev = $(if $(1),$(shell git -C $(TOP) cat-file -e $(1)^{commit} \
+	2>/dev/null && echo 1))
+define build_base
+	@if [ "$(call have_rev,$(1))" = 1 ]; then \
+		rm -rf $(call base_dir,$(1))/src && \
+		mkdir -p $(call base_dir,$(1))/src && \
+		git -C $(TOP) archive --format=tar $(1) kmod core include \
+			Kbuild VERSION scripts/build-module.sh | \
+			tar -x -C $(call base_dir,$(1))/src && \
+		$(call base_dir,$(1))/src/scripts/build-module.sh $(2) \
+			$(call base_dir,$(1))/$(2) $(3); \
+	else \
+		echo "kmod bench: no baseline module (revision '$(1)' not in git here): its section is not compared"; \
+	fi
+endef
+base_env = $(if $(call have_rev,$(2)),--env $(1)=$(call base_ko,$(2),$(3)))
+
+.PHONY: all run run-dmem baseline
 all: $(KB_DIR)/kmod_bench
 
 $(KB_DIR)/kmod_bench: $(TOP)/bench/kmod_bench.c $(TOP)/include/uapi/linux/gpupool.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -std=gnu11 $(WARN) -O2 -g $< -o $@
 
-# The baseline's sources are taken afresh from git each time (a few files);
-# kbuild then rebuilds only what changed.
 baseline:
-ifeq ($(HAVE_BASE),1)
-	@rm -rf $(KB_BASE)/src && mkdir -p $(KB_BASE)/src
-	git -C $(TOP) archive --format=tar $(KMOD_BASE_REV) kmod core include \
-		Kbuild VERSION scripts/build-module.sh | tar -x -C $(KB_BASE)/src
-	$(KB_BASE)/src/scripts/build-module.sh $(KVER) $(KB_BASE)/$(KVER)
-else
-	@echo "kmod bench: no baseline module (KMOD_BASE_REV '$(KMOD_BASE_REV)' not in git here): section 2 is not compared"
-endif
+	$(call build_base,$(KMOD_BASE_REV),$(KVER))
+	$(call build_base,$(KMOD_CG_BASE_REV),$(KVER))
+
+BENCH_ENV = $(foreach v,KMOD_BENCH_SECTIONS KMOD_BENCH_ALLOC_REPS \
+	KMOD_BENCH_BASE_ROUNDS KMOD_BENCH_BASE_REPS KMOD_BENCH_CG_PARAMS,\
+	$(if $($(v)),--env $(v)=$($(v))))
 
 run: $(KB_DIR)/kmod_bench baseline
 	$(MAKE) -C $(TOP) --no-print-directory module KVER=$(KVER)
 	$(TOP)/vm/run-vm.sh --kernel $(KVER) --name kmod-bench-$(KVER) \
 		--ko $(O)/kmod/$(KVER)/gpupool.ko --tests $(KB_DIR) \
-		$(if $(filter 1,$(HAVE_BASE)),--env KMOD_BENCH_BASE_KO=$(BASE_KO)) \
-		$(foreach v,KMOD_BENCH_SECTIONS KMOD_BENCH_ALLOC_REPS KMOD_BENCH_BASE_ROUNDS KMOD_BENCH_BASE_REPS,$(if $($(v)),--env $(v)=$($(v)))) \
-		--mem 3G --test-timeout 1800 --timeout 2000
+		$(call base_env,KMOD_BENCH_BASE_KO,$(KMOD_BASE_REV),$(KVER)) \
+		$(call base_env,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(KVER)) \
+		$(BENCH_ENV) --mem 3G --test-timeout 1800 --timeout 2000
+
+# Section 5 on the dmem path: the debug kernel of `make check` (7.2 with
+# CONFIG_CGROUP_DMEM; scripts/debug-kernel.sh builds it or finds it in its
+# cache), this module with cgroup_limits=auto (dmem) against the module
+# before cgroup accounting, in one boot.  The debug options (KASAN,
+# lockdep) slow both alike; compare the ratio only.
+DMEM_KBUILD = $(shell $(TOP)/scripts/debug-kernel.sh 2>/dev/null)
+run-dmem: $(KB_DIR)/kmod_bench
+	@kb='$(DMEM_KBUILD)'; [ -n "$$kb" ] || { \
+		echo "kmod bench: no dmem kernel (scripts/debug-kernel.sh failed)"; exit 1; }; \
+	rel=$$(cat $$kb/include/config/kernel.release) && \
+	$(TOP)/scripts/build-module.sh $$rel $(O)/kmod/dmem-$$rel $$kb >/dev/null && \
+	$(MAKE) --no-print-directory -f $(TOP)/bench/kmod.mk O=$(O) TOP=$(TOP) \
+		dmem-base KVER=$$rel DMEM_KB=$$kb && \
+	$(TOP)/vm/run-vm.sh --kernel $$kb/arch/x86/boot/bzImage --kbuild $$kb \
+		--no-pvh --name kmod-bench-dmem --ko $(O)/kmod/dmem-$$rel/gpupool.ko \
+		--tests $(KB_DIR) --env KMOD_BENCH_SECTIONS=5 \
+		--env KMOD_BENCH_CG_BASE_KO=$(call base_dir,$(KMOD_CG_BASE_REV))/$$rel/gpupool.ko \
+		$(BENCH_ENV) --mem 3G --test-timeout 1800 --timeout 2000
+
+dmem-base:
+	$(call build_base,$(KMOD_CG_BASE_REV),$(KVER),$(DMEM_KB))

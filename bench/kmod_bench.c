@@ -23,6 +23,17 @@
  *     Targets (PASS/MISS): at 100,000 chunks, p99 with the reader <= 1.5x
  *     alone and p99.9 <= 3x alone; the reader's mean at 100,000 chunks <=
  *     2x its mean at 1,000 (a read costs the same whatever the chunks).
+ *  5. Per-cgroup accounting (section 2 again, charged to cgroups): with
+ *     $KMOD_BENCH_CG_BASE_KO naming the module as it was before chunks
+ *     were charged to cgroups (bench/kmod.mk builds it), this module and
+ *     that one are loaded in turn, a few rounds in alternating order, and
+ *     each runs section 2 from a cgroup 8 levels deep, each level with a
+ *     limit far above what is allocated, while 1,000 other cgroups hold a
+ *     chunk each.  PASS/MISS: this module's ALLOC median no more than 5%
+ *     above the baseline's.  $KMOD_BENCH_CG_PARAMS adds load parameters
+ *     (cgroup_limits=module on a kernel with dmem measures our table
+ *     there); where limits are dmem's, dmem is enabled down the path and
+ *     the limits are dmem.max.
  *
  * $KMOD_BENCH_SECTIONS (say "24") runs only the sections named;
  * $KMOD_BENCH_ALLOC_REPS sets section 2's rounds (default 41; under TCG
@@ -43,6 +54,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sched.h>
@@ -644,6 +657,242 @@ out:
 	free(ours);
 }
 
+/* Section 5: the cgroups ------------------------------------------------- */
+
+#define CG_ROOT		"/sys/fs/cgroup"
+#define CG_BENCH	CG_ROOT "/gpbench"
+#define CG_MANY		1000
+#define CG_DEPTH	8
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		ret = -1;
+	close(fd);
+	return ret;
+}
+
+/* Move the calling process into dir (a cgroup2 directory). */
+static int cg_enter(const char *dir)
+{
+	char path[600], pid[32];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(pid, sizeof(pid), "%d\n", getpid());
+	return write_str(path, pid);
+}
+
+/* cgroup2 at CG_ROOT; 1 when the dmem controller is there. */
+static int cg_setup_mount(void)
+{
+	char buf[512];
+	int fd, n;
+
+	mkdir(CG_ROOT, 0755);
+	if (access(CG_ROOT "/cgroup.controllers", F_OK) &&
+	    mount("none", CG_ROOT, "cgroup2", 0, NULL))
+		return -1;
+	fd = open(CG_ROOT "/cgroup.controllers", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return strstr(buf, "dmem") != NULL;
+}
+
+/* The deepest cgroup of the 8-level path, in path (CG_BENCH/d1/.../d8). */
+static void cg_deep_path(char *path, size_t len, int level)
+{
+	int i, n = snprintf(path, len, "%s", CG_BENCH);
+
+	for (i = 1; i <= level; i++)
+		n += snprintf(path + n, len - n, "/d%d", i);
+}
+
+/* Remove what cg_make() made (every process back in the root first). */
+static void cg_remove(void)
+{
+	char path[512];
+	int i;
+
+	cg_enter(CG_ROOT);
+	for (i = CG_DEPTH; i >= 1; i--) {
+		cg_deep_path(path, sizeof(path), i);
+		rmdir(path);
+	}
+	for (i = 0; i < CG_MANY; i++) {
+		snprintf(path, sizeof(path), "%s/m%d", CG_BENCH, i);
+		rmdir(path);
+	}
+	rmdir(CG_BENCH);
+}
+
+/*
+ * The cgroups: CG_BENCH/m0..m999 and CG_BENCH/d1/.../d8, each level of the
+ * latter limited (by our ioctl, or with dmem.max where dmem is enabled
+ * down the path) to 4 GiB, above anything the section allocates.
+ */
+static int cg_make(int fd, int dmem)
+{
+	struct gpupool_cgroup cg;
+	char path[512];
+	int i, dfd, ret = 0;
+
+	mkdir(CG_BENCH, 0755);
+	for (i = 0; i < CG_MANY; i++) {
+		snprintf(path, sizeof(path), "%s/m%d", CG_BENCH, i);
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return -1;
+	}
+	if (dmem) {
+		write_str(CG_ROOT "/cgroup.subtree_control", "+dmem");
+		write_str(CG_BENCH "/cgroup.subtree_control", "+dmem");
+	}
+	for (i = 1; i <= CG_DEPTH && !ret; i++) {
+		cg_deep_path(path, sizeof(path), i);
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return -1;
+		if (dmem) {
+			if (i < CG_DEPTH) {
+				strcat(path, "/cgroup.subtree_control");
+				write_str(path, "+dmem");
+				cg_deep_path(path, sizeof(path), i);
+			}
+			strcat(path, "/dmem.max");
+			ret = write_str(path, "gpupool 4294967296");
+			continue;
+		}
+		if (fd < 0)
+			continue;
+		dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		memset(&cg, 0, sizeof(cg));
+		cg.flags = GPUPOOL_CGROUP_SET_LIMIT;
+		cg.cgroup_fd = dfd;
+		cg.limit = 4 * GiB;
+		ret = dfd < 0 ? -1 : ioctl(fd, GPUPOOL_IOC_CGROUP, &cg);
+		if (dfd >= 0)
+			close(dfd);
+	}
+	return ret;
+}
+
+/* One 4 KiB chunk charged to each of the CG_MANY cgroups; handles in h. */
+static int cg_hold_chunks(int fd, uint64_t *h)
+{
+	char path[512];
+	int i;
+
+	for (i = 0; i < CG_MANY; i++) {
+		snprintf(path, sizeof(path), "%s/m%d", CG_BENCH, i);
+		if (cg_enter(path) || alloc_timed(fd, 4096, &h[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Does the module in use charge cgroups through dmem? */
+static int module_uses_dmem(int fd)
+{
+	struct gpupool_version v;
+
+	memset(&v, 0, sizeof(v));
+	return !ioctl(fd, GPUPOOL_IOC_VERSION, &v) &&
+	       (v.features & GPUPOOL_FEATURE_DMEM);
+}
+
+static void bench_cgroups(const char *params)
+{
+	static double all[2][BASE_ROUNDS_MAX * ALLOC_REPS * 2];
+	static uint64_t held[CG_MANY];
+	static struct alloc_run ar;
+	const char *base = getenv("KMOD_BENCH_CG_BASE_KO");
+	const char *ko = getenv("GPUPOOL_KO");
+	const char *extra = getenv("KMOD_BENCH_CG_PARAMS");
+	int rounds = alloc_reps("KMOD_BENCH_BASE_ROUNDS", 8);
+	int reps = alloc_reps("KMOD_BENCH_BASE_REPS", BASE_REPS);
+	const char *which[2] = { "today", "baseline" };
+	double p50[2], ratio;
+	size_t n[2] = { 0, 0 };
+	int round, k, m, r, i, fd, have_dmem, dmem = 0;
+	char deep[512], p[256], *ours;
+
+	if (!base || !*base || !ko || !*ko || !want_section('5'))
+		return;
+	have_dmem = cg_setup_mount();
+	if (have_dmem < 0) {
+		printf("\n5. skipped: cannot mount cgroup2 at %s (%s)\n",
+		       CG_ROOT, strerror(errno));
+		return;
+	}
+	if (rounds > BASE_ROUNDS_MAX)
+		rounds = BASE_ROUNDS_MAX;
+	snprintf(p, sizeof(p), "%s %s", params, extra ? extra : "");
+	ours = strdup(ko);
+	if (!ours)
+		return;
+	cg_deep_path(deep, sizeof(deep), CG_DEPTH);
+	printf("\n5. section 2 charged to cgroups: from %s (%d levels, each limited), %d other cgroups holding a chunk each; today (%s) against the baseline %s, %d rounds of %d, loaded in turn, order alternating\n",
+	       deep, CG_DEPTH, CG_MANY, p, base, rounds, reps);
+	printf("   %5s %-8s %14s %14s\n", "round", "module", "4 KiB p50 us",
+	       "1 GiB p50 us");
+	for (round = 0; round < rounds; round++) {
+		for (k = 0; k < 2; k++) {
+			m = k ^ (round & 1);	/* 0 today, 1 baseline */
+			cg_enter(CG_ROOT);
+			if (unload()) {
+				printf("   MISS section 5: gpupool would not unload\n");
+				goto out;
+			}
+			setenv("GPUPOOL_KO", m ? base : ours, 1);
+			fd = load(m ? params : p) ? -1 :
+			     open("/dev/gpupool", O_RDWR | O_CLOEXEC);
+			if (fd < 0) {
+				printf("   MISS section 5: loading %s: %s\n",
+				       m ? base : ours, strerror(errno));
+				goto out;
+			}
+			if (!m)
+				dmem = module_uses_dmem(fd);
+			/* The baseline has no limits: the cgroups alone. */
+			r = cg_make(m ? -1 : fd, !m && dmem && have_dmem) ||
+			    cg_hold_chunks(fd, held) || cg_enter(deep);
+			if (!r)
+				r = alloc_run(fd, 1, &ar) ?:
+				    alloc_run(fd, reps, &ar);
+			cg_enter(CG_ROOT);
+			close(fd);	/* frees the held chunks too */
+			if (r) {
+				printf("   MISS section 5: setting up or an ALLOC failed on %s (%s)\n",
+				       which[m], strerror(errno));
+				goto out;
+			}
+			for (i = 0; i < reps; i++) {
+				all[m][n[m]++] = ar.t[0][i];
+				all[m][n[m]++] = ar.t[1][i];
+			}
+			printf("   %5d %-8s %14.2f %14.2f\n", round, which[m],
+			       median(ar.t[0], reps) * 1e6,
+			       median(ar.t[1], reps) * 1e6);
+		}
+	}
+	for (m = 0; m < 2; m++)
+		p50[m] = median(all[m], n[m]);
+	ratio = p50[0] / p50[1];
+	printf("   %s section 5: ALLOC p50 with cgroup accounting (%s limits) / without = %.2f (%.2f us / %.2f us; target <= 1.05)\n",
+	       ratio <= 1.05 ? "PASS" : "MISS", dmem ? "dmem" : "module",
+	       ratio, p50[0] * 1e6, p50[1] * 1e6);
+out:
+	unload();
+	cg_remove();
+	setenv("GPUPOOL_KO", ours, 1);
+	free(ours);
+}
+
 int main(void)
 {
 	const char *pool_s = getenv("KMOD_BENCH_POOL");
@@ -677,6 +926,7 @@ int main(void)
 	close(fd);
 	unload();
 	bench_alloc_base(params);
+	bench_cgroups(params);
 	/* For the VM runner, which judges programs by kselftest's last line:
 	 * the benchmark ran (its figures are not judged).
 	 */
