@@ -1,25 +1,28 @@
 // SPDX-License-Identifier: MIT
 /*
  * gpupoolctl - look at the gpupool pinned-memory pool, in the spirit of
- * `free` and `nvidia-smi`.  Everything but `info` reads /proc/gpupool
- * (world-readable); `info` asks /dev/gpupool (GPUPOOL_IOC_VERSION).
+ * `free` and `nvidia-smi`.  stat, top, map and prometheus read
+ * /proc/gpupool (world-readable); `info` asks /dev/gpupool
+ * (GPUPOOL_IOC_VERSION); `limit` (ctl_limit.c) sets and shows per-cgroup
+ * limits.
  *
  *   gpupoolctl info         what the loaded module speaks and serves
- *   gpupoolctl stat         the pool at a glance, per NUMA node
- *   gpupoolctl top          holders sorted by bytes, refreshed
+ *   gpupoolctl stat         the pool at a glance, per NUMA node and cgroup
+ *   gpupoolctl top          holders and cgroups sorted by bytes, refreshed
  *   gpupoolctl map          occupancy picture per node
  *   gpupoolctl prometheus   Prometheus text format (--textfile DIR: for
  *                           node_exporter's textfile collector)
+ *   gpupoolctl limit        per-cgroup limits: set, clear, show
  *
  * GPUPOOL_PROC_PATH and GPUPOOL_DEV_PATH override the two paths (tests).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,197 +34,7 @@
 
 #include <linux/gpupool.h>
 
-#include "proc_parse.h"
-
-/* Exit codes, also in the usage text. */
-enum { EX_OK = 0, EX_FAIL = 1, EX_USAGE = 2, EX_NOMODULE = 3, EX_ACCESS = 4,
-       EX_ABI = 5 };
-
-static const char *proc_path = "/proc/gpupool";
-static const char *dev_path = "/dev/gpupool";
-
-struct opts {
-	bool json;
-	char unit;		/* 'h' human, 'b', 'k', 'm', 'g' */
-	long iterations;	/* top: -n, 0 = until q */
-	double delay;		/* top: -d seconds */
-	const char *textfile;	/* prometheus: --textfile DIR */
-};
-
-/* Errors that tell the user what to do -------------------------------------- */
-
-static int explain_open_error(const char *path, int err)
-{
-	struct stat st;
-
-	fprintf(stderr, "gpupoolctl: cannot open %s: %s\n", path, strerror(err));
-	if (err == ENOENT) {
-		fprintf(stderr,
-			"  The gpupool module is not loaded. Load it (as root) with:\n"
-			"    modprobe gpupool pool_size=1G     (installed with DKMS)\n"
-			"    insmod gpupool.ko pool_size=1G    (from a build tree)\n"
-			"  Programs using libgpupool still work without it, on the\n"
-			"  user backend (GPUPOOL_BACKEND=user).\n");
-		return EX_NOMODULE;
-	}
-	if (err == EACCES || err == EPERM) {
-		struct group *g = NULL;
-
-		if (!stat(path, &st))
-			g = getgrgid(st.st_gid);
-		fprintf(stderr, "  %s is not accessible to you", path);
-		if (g)
-			fprintf(stderr, " (group '%s', mode %o).\n"
-				"  Ask an administrator to add you to it:\n"
-				"    usermod -aG %s $USER   (then log in again)\n",
-				g->gr_name, st.st_mode & 0777, g->gr_name);
-		else
-			fprintf(stderr, ".\n");
-		fprintf(stderr,
-			"  The udev rule packaging/70-gpupool.rules gives a group access.\n");
-		return EX_ACCESS;
-	}
-	return EX_FAIL;
-}
-
-/* Read /proc/gpupool whole and parse it. */
-static int read_pool(struct gpctl_pool *p)
-{
-	size_t cap = 16384, len = 0, n;
-	char *buf = malloc(cap), *nb;
-	FILE *f = fopen(proc_path, "r");
-	int ret;
-
-	if (!f) {
-		ret = explain_open_error(proc_path, errno);
-		free(buf);
-		return ret;
-	}
-	while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
-		len += n;
-		if (len == cap) {
-			nb = realloc(buf, cap *= 2);
-			if (!nb)
-				free(buf);
-			buf = nb;
-		}
-	}
-	if (ferror(f)) {	/* not a format problem: say what it was */
-		ret = errno;
-		fclose(f);
-		free(buf);
-		fprintf(stderr, "gpupoolctl: reading %s: %s\n", proc_path,
-			strerror(ret));
-		return EX_FAIL;
-	}
-	fclose(f);
-	if (!buf) {
-		fprintf(stderr, "gpupoolctl: out of memory\n");
-		return EX_FAIL;
-	}
-	ret = gpctl_parse_proc(buf, len, p);
-	free(buf);
-	if (ret == -EINVAL) {
-		fprintf(stderr,
-			"gpupoolctl: %s is not in a format this gpupoolctl knows\n"
-			"  (ABI %d.%d); the module is probably newer: upgrade the gpupool tools.\n",
-			proc_path, GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
-		return EX_ABI;
-	}
-	if (ret) {
-		fprintf(stderr, "gpupoolctl: %s: %s\n", proc_path, strerror(-ret));
-		return EX_FAIL;
-	}
-	return EX_OK;
-}
-
-/* Formatting ------------------------------------------------------------------ */
-
-static const char *fmt_size(char *buf, size_t len, uint64_t bytes, char unit)
-{
-	static const char *const suffix[] = { "B", "Ki", "Mi", "Gi", "Ti", "Pi" };
-	double v = (double)bytes;
-	int i = 0;
-
-	switch (unit) {
-	case 'b': snprintf(buf, len, "%llu", (unsigned long long)bytes); break;
-	case 'k': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 10)); break;
-	case 'm': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 20)); break;
-	case 'g': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 30)); break;
-	default:
-		while (v >= 1024 && i < 5) {
-			v /= 1024;
-			i++;
-		}
-		if (i == 0)
-			snprintf(buf, len, "%lluB", (unsigned long long)bytes);
-		else
-			snprintf(buf, len, "%.1f%s", v, suffix[i]);
-	}
-	return buf;
-}
-
-/*
- * A JSON string.  Command names may hold any byte: controls and every byte
- * above 0x7f (a name the kernel cut at 15 bytes may end inside a UTF-8
- * character) are written as \u00XX, so the output is valid JSON (ASCII)
- * whatever the name.
- */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20 || c > 0x7e)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
-/*
- * A command name for a terminal: printable ASCII as it is, any other byte
- * (escape sequences, carriage returns, C1 controls) and the backslash as
- * \ooo, as the module writes them.  Any user names its own processes, and
- * root's `top` shows them all.
- */
-static void text_name(const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c >= 0x20 && c <= 0x7e && c != '\\')
-			putchar(c);
-		else
-			printf("\\%03o", c);
-	}
-}
-
-/* A Prometheus label value: only \\, \" and \n are escapes there, and the
- * text must be UTF-8; other bytes outside printable ASCII become the text
- * \ooo (an escaped backslash, then the octal digits).
- */
-static void prom_label(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", out);
-		else if (c < 0x20 || c > 0x7e)
-			fprintf(out, "\\\\%03o", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
+#include "ctl.h"
 
 /* The per-pool figures `stat` shows, in the order it shows them. */
 static const char *const stat_keys[] = {
@@ -230,7 +43,10 @@ static const char *const stat_keys[] = {
 };
 #define NR_STAT_KEYS (sizeof(stat_keys) / sizeof(stat_keys[0]))
 
-/* All fields as one JSON object: numbers in bytes / ms / ppm as named. */
+/*
+ * All fields as one JSON object: numbers in bytes / ms / ppm as named,
+ * AbiVersion and words (CgroupLimits) as strings.
+ */
 static void json_fields(const struct gpctl_pool *p)
 {
 	size_t i;
@@ -241,7 +57,7 @@ static void json_fields(const struct gpctl_pool *p)
 
 		printf("%s", i ? ", " : "");
 		json_str(f->key);
-		if (!strcmp(f->key, "AbiVersion")) {
+		if (!strcmp(f->key, "AbiVersion") || f->unit == 'w') {
 			printf(": ");
 			json_str(f->text);
 		} else {
@@ -267,6 +83,83 @@ static void json_holders(const struct gpctl_pool *p)
 		putchar('}');
 	}
 	putchar(']');
+}
+
+/* Cgroups as a JSON array: limit null when none. */
+static void json_cgroups(const struct gpctl_pool *p)
+{
+	size_t i;
+
+	putchar('[');
+	for (i = 0; i < p->nr_cgroups; i++) {
+		const struct gpctl_cgroup *c = &p->cgroups[i];
+
+		printf("%s{\"cgroup\": ", i ? ", " : "");
+		json_str(c->path);
+		printf(", \"bytes\": %llu, \"chunks\": %llu, \"limit\": ",
+		       (unsigned long long)c->bytes, (unsigned long long)c->chunks);
+		if (c->limit == GPCTL_NO_LIMIT)
+			printf("null");
+		else
+			printf("%llu", (unsigned long long)c->limit);
+		printf(", \"denials\": %llu}", (unsigned long long)c->denials);
+	}
+	putchar(']');
+}
+
+/* Largest first; the same bytes by path. */
+static int cgroup_by_bytes(const void *a, const void *b)
+{
+	const struct gpctl_cgroup *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return strcmp(x->path, y->path);
+}
+
+/*
+ * The cgroup section of stat and top: one row per Cgroup line (the module
+ * writes them by path; top sorts them by bytes first).  Nothing from a
+ * module without per-cgroup figures (no CgroupLimits line).
+ */
+static void text_cgroups(struct gpctl_pool *p, char unit, bool sort_bytes)
+{
+	const struct gpctl_field *src = gpctl_field(p, "CgroupLimits");
+	bool dmem = src && !strcmp(src->text, "dmem");
+	char b1[32], b2[32];
+	size_t i;
+
+	if (!src && !p->nr_cgroups)
+		return;
+	if (sort_bytes && p->nr_cgroups)
+		qsort(p->cgroups, p->nr_cgroups, sizeof(*p->cgroups),
+		      cgroup_by_bytes);
+	printf("\ncgroups (limits: %s; %llu allocations refused by a cgroup limit):\n",
+	       dmem ? "dmem.max, see gpupoolctl limit show" : "the module's own",
+	       (unsigned long long)gpctl_value(p, "CgroupDenials"));
+	if (!p->nr_cgroups) {
+		printf("  (no cgroup has chunks or a limit)\n");
+		return;
+	}
+	printf("%12s %8s %12s %8s  %s\n", "USED", "CHUNKS", "LIMIT", "DENIALS",
+	       "CGROUP");
+	for (i = 0; i < p->nr_cgroups; i++) {
+		const struct gpctl_cgroup *c = &p->cgroups[i];
+
+		/* With dmem, the limits are in dmem.max, and dmem does not
+		 * say whose limit refused (only the total counts).
+		 */
+		printf("%12s %8llu %12s ", fmt_size(b1, sizeof(b1), c->bytes, unit),
+		       (unsigned long long)c->chunks,
+		       dmem ? "dmem.max" : c->limit == GPCTL_NO_LIMIT ? "-" :
+		       fmt_size(b2, sizeof(b2), c->limit, unit));
+		if (dmem)
+			printf("%8s  ", "-");
+		else
+			printf("%8llu  ", (unsigned long long)c->denials);
+		text_name(c->path);
+		putchar('\n');
+	}
 }
 
 /* stat ---------------------------------------------------------------------- */
@@ -304,6 +197,8 @@ static int cmd_stat(const struct opts *o)
 		json_fields(&p);
 		printf(", \"holders\": ");
 		json_holders(&p);
+		printf(", \"cgroups\": ");
+		json_cgroups(&p);
 		printf("}\n");
 		gpctl_pool_free(&p);
 		return EX_OK;
@@ -334,6 +229,7 @@ static int cmd_stat(const struct opts *o)
 	       (unsigned long long)gpctl_value(&p, "LimitDenials"),
 	       p.nr_holders,
 	       (unsigned long long)gpctl_value(&p, "ReserveTime"));
+	text_cgroups(&p, o->unit, false);
 	gpctl_pool_free(&p);
 	return EX_OK;
 }
@@ -422,6 +318,7 @@ static int top_once(const struct opts *o, bool screen)
 			text_name(h->comm);
 			putchar('\n');
 		}
+		text_cgroups(&p, o->unit, true);
 	}
 	fflush(stdout);
 	gpctl_pool_free(&p);
@@ -572,7 +469,120 @@ static void module_version(char *buf, size_t len)
 	}
 }
 
-static void prom_write(FILE *out, const struct gpctl_pool *p)
+/*
+ * The cgroup series, a bounded label set: at most max cgroups by name,
+ * every limited one first, then the largest by bytes; the rest summed
+ * into cgroup="other", so that each metric's sum over its series is the
+ * sum over every Cgroup line.  (Each cgroup's figures include its
+ * descendants': the pool's own figure is cgroup="/", not a sum.)
+ */
+static int cgroup_rank(const void *a, const void *b)
+{
+	const struct gpctl_cgroup *x = *(const struct gpctl_cgroup *const *)a;
+	const struct gpctl_cgroup *y = *(const struct gpctl_cgroup *const *)b;
+	bool lx = x->limit != GPCTL_NO_LIMIT, ly = y->limit != GPCTL_NO_LIMIT;
+
+	if (lx != ly)
+		return lx ? -1 : 1;
+	return cgroup_by_bytes(x, y);
+}
+
+struct cg_series {
+	const char *name, *type, *help;
+	size_t off;		/* of the figure in struct gpctl_cgroup */
+	bool limited_only;	/* only where a limit is set; no "other" */
+	bool table_only;	/* not with dmem limits (the module's 0s) */
+};
+
+static const struct cg_series cg_series[] = {
+	{ "gpupool_cgroup_bytes", "gauge",
+	  "Bytes charged to the cgroup and its descendants.",
+	  offsetof(struct gpctl_cgroup, bytes), false, false },
+	{ "gpupool_cgroup_chunks", "gauge",
+	  "Chunks charged to the cgroup and its descendants.",
+	  offsetof(struct gpctl_cgroup, chunks), false, false },
+	{ "gpupool_cgroup_limit_bytes", "gauge",
+	  "The cgroup's limit (gpupoolctl limit set), where it has one.",
+	  offsetof(struct gpctl_cgroup, limit), true, true },
+	{ "gpupool_cgroup_denials_total", "counter",
+	  "Allocations refused by the cgroup's own limit.",
+	  offsetof(struct gpctl_cgroup, denials), false, true },
+};
+
+static uint64_t cg_figure(const struct gpctl_cgroup *c, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)c + off, sizeof(v));
+	return v;
+}
+
+static void prom_cgroups(FILE *out, const struct gpctl_pool *p, long max)
+{
+	const struct gpctl_field *src = gpctl_field(p, "CgroupLimits");
+	bool dmem = src && !strcmp(src->text, "dmem");
+	const struct gpctl_cgroup **rank = NULL;
+	size_t i, m, named, n = p->nr_cgroups;
+	bool *shown = NULL;
+
+	if (!src && !n)
+		return;		/* a module without per-cgroup figures */
+	if (n) {
+		rank = malloc(n * sizeof(*rank));
+		shown = calloc(n, sizeof(*shown));
+		if (!rank || !shown) {
+			fprintf(stderr, "gpupoolctl: out of memory: no cgroup series\n");
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++)
+		rank[i] = &p->cgroups[i];
+	if (n)
+		qsort(rank, n, sizeof(*rank), cgroup_rank);
+	named = max < 0 || (size_t)max > n ? n : (size_t)max;
+	for (i = 0; i < named; i++)
+		shown[rank[i] - p->cgroups] = true;
+
+	for (m = 0; m < sizeof(cg_series) / sizeof(cg_series[0]); m++) {
+		const struct cg_series *cs = &cg_series[m];
+		uint64_t other = 0;
+		bool any = false;
+
+		for (i = 0; i < n; i++)
+			any |= shown[i] && (!cs->limited_only ||
+					    p->cgroups[i].limit != GPCTL_NO_LIMIT);
+		if ((cs->limited_only && !any) || (cs->table_only && dmem))
+			continue;
+		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", cs->name, cs->help,
+			cs->name, cs->type);
+		/* In the file's order (by path), as /proc/gpupool lists them. */
+		for (i = 0; i < n; i++) {
+			const struct gpctl_cgroup *c = &p->cgroups[i];
+
+			if (!shown[i]) {
+				other += cg_figure(c, cs->off);
+				continue;
+			}
+			if (cs->limited_only && c->limit == GPCTL_NO_LIMIT)
+				continue;
+			fprintf(out, "%s{cgroup=", cs->name);
+			prom_label(out, c->path);
+			fprintf(out, "} %llu\n", (unsigned long long)cg_figure(c, cs->off));
+		}
+		if (named < n && !cs->limited_only)
+			fprintf(out, "%s{cgroup=\"other\"} %llu\n", cs->name,
+				(unsigned long long)other);
+	}
+	fprintf(out, "# HELP gpupool_cgroup_limit_denials_total Allocations refused by any cgroup limit (module's table or dmem.max).\n"
+		"# TYPE gpupool_cgroup_limit_denials_total counter\n"
+		"gpupool_cgroup_limit_denials_total %llu\n",
+		(unsigned long long)gpctl_value(p, "CgroupDenials"));
+out:
+	free(rank);
+	free(shown);
+}
+
+static void prom_write(FILE *out, const struct gpctl_pool *p, long max_cgroups)
 {
 	const struct gpctl_field *abi = gpctl_field(p, "AbiVersion");
 	char modver[64];
@@ -639,6 +649,7 @@ static void prom_write(FILE *out, const struct gpctl_pool *p)
 		prom_label(out, h->comm);
 		fprintf(out, "} %llu\n", (unsigned long long)bytes);
 	}
+	prom_cgroups(out, p, max_cgroups);
 }
 
 /*
@@ -648,7 +659,8 @@ static void prom_write(FILE *out, const struct gpctl_pool *p)
  * name ends in neither ".prom" (the collector reads only those) nor stays
  * behind on failure.
  */
-static int prom_textfile(const char *dir, const struct gpctl_pool *p)
+static int prom_textfile(const char *dir, const struct gpctl_pool *p,
+			 long max_cgroups)
 {
 	char path[4096], tmp[4096];
 	FILE *f = NULL;
@@ -667,7 +679,7 @@ static int prom_textfile(const char *dir, const struct gpctl_pool *p)
 	/* Readable by node_exporter, whatever the umask. */
 	if (fchmod(fd, 0644) || !(f = fdopen(fd, "w")))
 		goto fail;
-	prom_write(f, p);
+	prom_write(f, p, max_cgroups);
 	if (fflush(f) || ferror(f) || fsync(fd))
 		goto fail;
 	if (fclose(f)) {
@@ -699,9 +711,9 @@ static int cmd_prometheus(const struct opts *o)
 	if (ret)
 		return ret;
 	if (o->textfile)
-		ret = prom_textfile(o->textfile, &p);
+		ret = prom_textfile(o->textfile, &p, o->max_cgroups);
 	else
-		prom_write(stdout, &p);
+		prom_write(stdout, &p, o->max_cgroups);
 	gpctl_pool_free(&p);
 	return ret;
 }
@@ -735,12 +747,13 @@ static int cmd_info(const struct opts *o)
 		printf("{\"abi_major\": %u, \"abi_minor\": %u, \"min_lib_major\": %u, "
 		       "\"tools_abi_major\": %u, \"tools_abi_minor\": %u, "
 		       "\"pool_size\": %llu, \"granularity\": %llu, "
-		       "\"nr_nodes\": %u, \"node_mask\": %llu}\n",
+		       "\"nr_nodes\": %u, \"node_mask\": %llu, \"features\": %llu}\n",
 		       v.abi_major, v.abi_minor, v.min_lib_major,
 		       GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR,
 		       (unsigned long long)v.pool_size,
 		       (unsigned long long)v.granularity, v.nr_nodes,
-		       (unsigned long long)v.node_mask);
+		       (unsigned long long)v.node_mask,
+		       (unsigned long long)v.features);
 		return ret;
 	}
 	printf("module ABI:     %u.%u (accepts libraries from ABI %u)\n",
@@ -750,6 +763,10 @@ static int cmd_info(const struct opts *o)
 	printf("granularity:    %llu bytes\n", (unsigned long long)v.granularity);
 	printf("NUMA nodes:     %u (mask %#llx)\n", v.nr_nodes,
 	       (unsigned long long)v.node_mask);
+	printf("cgroup limits:  %s\n",
+	       !(v.features & GPUPOOL_FEATURE_CGROUP) ? "none (module before ABI 1.1)" :
+	       v.features & GPUPOOL_FEATURE_DMEM ? "dmem.max (dmem controller), region gpupool" :
+	       "the module's own (gpupoolctl limit)");
 	return ret;
 }
 
@@ -760,42 +777,81 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: gpupoolctl COMMAND [OPTIONS]\n"
 		"  info          ABI version and pool geometry of the loaded module\n"
-		"  stat          the pool at a glance, per NUMA node\n"
-		"  top           holders sorted by bytes, refreshed until q or Ctrl-C\n"
+		"  stat          the pool at a glance, per NUMA node and per cgroup\n"
+		"  top           holders and cgroups by bytes, refreshed until q or Ctrl-C\n"
 		"  map           occupancy picture per node\n"
 		"  prometheus    metrics in the Prometheus text format\n"
+		"  limit set CGROUP SIZE   limit what CGROUP (and its descendants) may hold\n"
+		"  limit clear CGROUP      remove CGROUP's limit\n"
+		"  limit show [CGROUP]     CGROUP's limit and use, or every limited cgroup\n"
+		"                CGROUP: a path under the cgroup2 mount (/a/b or a/b), a\n"
+		"                path inside that mount, or fd:N (an open directory)\n"
+		"                SIZE: bytes, or with a K, M, G or T suffix (1024-based)\n"
 		"options:\n"
-		"  --json        JSON instead of text (info, stat, top, map)\n"
+		"  --json        JSON instead of text (info, stat, top, map, limit show)\n"
 		"  -b -k -m -g   sizes in bytes, KiB, MiB, GiB (default: human-readable)\n"
 		"  -n N          top: N refreshes, then exit (default: until q)\n"
 		"  -d SECONDS    top: delay between refreshes (default 2)\n"
 		"  --textfile DIR  prometheus: write DIR/gpupool.prom atomically\n"
 		"                (node_exporter's textfile collector)\n"
+		"  --max-cgroups N  prometheus: series for at most N cgroups, the rest\n"
+		"                summed as cgroup=\"other\" (default 100)\n"
 		"exit status: 0 ok, 1 error, 2 usage, 3 module not loaded,\n"
-		"             4 no access to /dev/gpupool, 5 ABI mismatch\n");
+		"             4 no access (to /dev/gpupool, or to change a limit),\n"
+		"             5 ABI mismatch (or a module too old for the command)\n");
 }
+
+/* The default of --max-cgroups: Prometheus series per cgroup metric. */
+#define DEFAULT_MAX_CGROUPS	100
 
 static int run(int argc, char **argv)
 {
-	struct opts o = { .unit = 'h', .delay = 2.0 };
-	const char *cmd = NULL;
-	int i;
+	struct opts o = { .unit = 'h', .delay = 2.0,
+			  .max_cgroups = DEFAULT_MAX_CGROUPS };
+	char *pos[4];
+	int i, npos = 0;
+	bool dashdash = false;
 
 	if (getenv("GPUPOOL_PROC_PATH"))
 		proc_path = getenv("GPUPOOL_PROC_PATH");
 	if (getenv("GPUPOOL_DEV_PATH"))
 		dev_path = getenv("GPUPOOL_DEV_PATH");
 	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		char *a = argv[i];
 		char *end;
 
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		/* After "limit", "-5" is a size (refused as negative), and
+		 * "--" ends the options.
+		 */
+		if (dashdash || a[0] != '-' ||
+		    (npos && !strcmp(pos[0], "limit") && a[1] >= '0' && a[1] <= '9')) {
+			if (npos == (int)(sizeof(pos) / sizeof(pos[0])) ||
+			    (npos && strcmp(pos[0], "limit"))) {
+				fprintf(stderr, "gpupoolctl: unexpected argument '%s'\n", a);
+				usage(stderr);
+				return EX_USAGE;
+			}
+			pos[npos++] = a;
+		} else if (!strcmp(a, "--")) {
+			dashdash = true;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return EX_OK;
 		} else if (!strcmp(a, "--json")) {
 			o.json = true;
 		} else if (!strcmp(a, "--textfile") && i + 1 < argc) {
 			o.textfile = argv[++i];
+		} else if (!strcmp(a, "--max-cgroups") && i + 1 < argc) {
+			long v;
+
+			errno = 0;
+			v = strtol(argv[++i], &end, 10);
+			if (*end || end == argv[i] || errno || v < 0 || v > 1000000) {
+				fprintf(stderr, "gpupoolctl: --max-cgroups wants a number from 0 to 1000000, not '%s'\n",
+					argv[i]);
+				return EX_USAGE;
+			}
+			o.max_cgroups = v;
 		} else if (!strcmp(a, "-b") || !strcmp(a, "-k") ||
 			   !strcmp(a, "-m") || !strcmp(a, "-g")) {
 			o.unit = a[1];
@@ -811,29 +867,29 @@ static int run(int argc, char **argv)
 				o.iterations = (long)v;
 			else
 				o.delay = v;
-		} else if (!cmd && a[0] != '-') {
-			cmd = a;
 		} else {
 			fprintf(stderr, "gpupoolctl: unexpected argument '%s'\n", a);
 			usage(stderr);
 			return EX_USAGE;
 		}
 	}
-	if (!cmd) {
+	if (!npos) {
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if (!strcmp(cmd, "info"))
+	if (!strcmp(pos[0], "info"))
 		return cmd_info(&o);
-	if (!strcmp(cmd, "stat"))
+	if (!strcmp(pos[0], "stat"))
 		return cmd_stat(&o);
-	if (!strcmp(cmd, "top"))
+	if (!strcmp(pos[0], "top"))
 		return cmd_top(&o);
-	if (!strcmp(cmd, "map"))
+	if (!strcmp(pos[0], "map"))
 		return cmd_map(&o);
-	if (!strcmp(cmd, "prometheus"))
+	if (!strcmp(pos[0], "prometheus"))
 		return cmd_prometheus(&o);
-	fprintf(stderr, "gpupoolctl: unknown command '%s'\n", cmd);
+	if (!strcmp(pos[0], "limit"))
+		return cmd_limit(&o, npos - 1, pos + 1);
+	fprintf(stderr, "gpupoolctl: unknown command '%s'\n", pos[0]);
 	usage(stderr);
 	return EX_USAGE;
 }

@@ -55,11 +55,39 @@ static void skip_spaces(const char **s, const char *end)
 		(*s)++;
 }
 
+/* One or more spaces: false when there is none. */
+static bool take_sep(const char **s, const char *end)
+{
+	const char *p = *s;
+
+	skip_spaces(s, end);
+	return *s > p;
+}
+
 static bool rest_is(const char *s, const char *end, const char *word)
 {
 	size_t n = strlen(word);
 
 	return (size_t)(end - s) == n && !memcmp(s, word, n);
+}
+
+/*
+ * One byte of a name the module escaped: a newline or a backslash (and,
+ * in cgroup paths, whatever seq_escape() chose) is written as \ooo; back
+ * to the byte.  Anything else is itself.  *s advances past what it read.
+ */
+static char unescape(const char **s, const char *end)
+{
+	const char *p = *s;
+
+	if (*p == '\\' && end - p >= 4 && p[1] >= '0' && p[1] <= '3' &&
+	    p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+		*s += 4;
+		return (char)((p[1] - '0') << 6 | (p[2] - '0') << 3 |
+			      (p[3] - '0'));
+	}
+	(*s)++;
+	return *p;
 }
 
 /* "Holder: <pid> <kB> <chunks> <comm...>" (value part after "Holder:"). */
@@ -83,22 +111,63 @@ static int parse_holder(const char *s, const char *end, struct gpctl_pool *p)
 		return -EINVAL;
 	if (s < end)
 		s++;
-	/* The module writes a newline or backslash in a name as \ooo: back
-	 * to the byte, so that h.comm is the name itself.
-	 */
-	for (n = 0; s < end && n < sizeof(h.comm) - 1; n++) {
-		if (*s == '\\' && end - s >= 4 && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			h.comm[n] = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
-					   (s[3] - '0'));
-			s += 4;
-		} else {
-			h.comm[n] = *s++;
-		}
-	}
+	/* h.comm is the name itself (cut to fit, as the kernel cuts it). */
+	for (n = 0; s < end && n < sizeof(h.comm) - 1; n++)
+		h.comm[n] = unescape(&s, end);
 	h.pid = (int64_t)pid;
 	h.bytes = kb << 10;
 	return push((void **)&p->holders, &p->nr_holders, sizeof(h), &h);
+}
+
+/*
+ * "Cgroup: <kB> <chunks> <limit kB or -> <denials> <path>" (the value part
+ * after "Cgroup:").  The path is everything after the fourth column's
+ * space, decoded; it starts with '/', holds no NUL once decoded and fits
+ * in GPCTL_PATH_MAX (the module's own bound), or the line is not the
+ * module's.
+ */
+static int parse_cgroup(const char *s, const char *end, struct gpctl_pool *p)
+{
+	struct gpctl_cgroup c;
+	uint64_t kb, limit_kb;
+	size_t n;
+	int ret;
+
+	memset(&c, 0, sizeof(c));
+	if (!take_sep(&s, end) || !take_u64(&s, end, &kb) ||
+	    kb > UINT64_MAX >> 10 || !take_sep(&s, end) ||
+	    !take_u64(&s, end, &c.chunks) || !take_sep(&s, end))
+		return -EINVAL;
+	if (s < end && *s == '-') {
+		s++;
+		c.limit = GPCTL_NO_LIMIT;
+	} else if (take_u64(&s, end, &limit_kb) && limit_kb <= UINT64_MAX >> 10) {
+		c.limit = limit_kb << 10;	/* never GPCTL_NO_LIMIT */
+	} else {
+		return -EINVAL;
+	}
+	if (!take_sep(&s, end) || !take_u64(&s, end, &c.denials))
+		return -EINVAL;
+	/* One space, then the path (which starts with '/'). */
+	if (end - s < 2 || s[0] != ' ' || s[1] != '/')
+		return -EINVAL;
+	s++;
+	c.path = malloc((size_t)(end - s) + 1);
+	if (!c.path)
+		return -ENOMEM;
+	for (n = 0; s < end; n++) {
+		c.path[n] = unescape(&s, end);
+		if (!c.path[n] || n + 1 >= GPCTL_PATH_MAX) {
+			free(c.path);
+			return -EINVAL;
+		}
+	}
+	c.path[n] = 0;
+	c.bytes = kb << 10;
+	ret = push((void **)&p->cgroups, &p->nr_cgroups, sizeof(c), &c);
+	if (ret)
+		free(c.path);
+	return ret;
 }
 
 /* "Node<N>Map: <cells>" */
@@ -123,7 +192,17 @@ static int parse_map(const char *key, size_t klen, const char *s,
 	return push((void **)&p->maps, &p->nr_maps, sizeof(m), &m);
 }
 
-/* "<Key>: <number>[ kB| ms| ppm]" or "AbiVersion: <major>.<minor>" */
+static bool is_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+}
+
+/*
+ * "<Key>: <number>[ kB| ms| ppm]", "AbiVersion: <major>.<minor>", or
+ * "<Key>: <word>" (a letter, then letters, digits, '_', '-', '.': the
+ * value of CgroupLimits, "module" or "dmem").
+ */
 static int parse_field(const char *key, size_t klen, const char *s,
 		       const char *end, struct gpctl_pool *p)
 {
@@ -145,6 +224,14 @@ static int parse_field(const char *key, size_t klen, const char *s,
 		if (!take_u64(&s, end, &f.value) || s >= end || *s++ != '.' ||
 		    !take_u64(&s, end, &minor) || s != end)
 			return -EINVAL;
+		return push((void **)&p->fields, &p->nr_fields, sizeof(f), &f);
+	}
+	if (s < end && ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) {
+		while (s < end && is_word_char(*s))
+			s++;
+		if (s != end)
+			return -EINVAL;
+		f.unit = 'w';
 		return push((void **)&p->fields, &p->nr_fields, sizeof(f), &f);
 	}
 	if (!take_u64(&s, end, &f.value))
@@ -179,6 +266,8 @@ static int parse_line(const char *s, const char *end, struct gpctl_pool *p)
 			return -EINVAL;
 	if (klen == 6 && !memcmp(s, "Holder", 6))
 		return parse_holder(colon + 1, end, p);
+	if (klen == 6 && !memcmp(s, "Cgroup", 6))
+		return parse_cgroup(colon + 1, end, p);
 	if (klen > 7 && !memcmp(s, "Node", 4) && !memcmp(colon - 3, "Map", 3))
 		return parse_map(s, klen, colon + 1, end, p);
 	/* Bin lines (NodeNBinB: five numbers) are kept as fields only by
@@ -212,6 +301,11 @@ int gpctl_parse_proc(const char *buf, size_t len, struct gpctl_pool *out)
 
 void gpctl_pool_free(struct gpctl_pool *p)
 {
+	size_t i;
+
+	for (i = 0; i < p->nr_cgroups; i++)
+		free(p->cgroups[i].path);
+	free(p->cgroups);
 	free(p->fields);
 	free(p->holders);
 	free(p->maps);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * proc_parse.h - /proc/gpupool as data: every `Key: value` field, the
- * holder lines, the bin lines and the occupancy maps.  No I/O: the caller
- * reads the file and hands over the text (gpupoolctl does; so can a
- * fuzzer).  The format is described in docs/proc-gpupool.md.
+ * holder lines, the cgroup lines, the bin lines and the occupancy maps.
+ * No I/O: the caller reads the file and hands over the text (gpupoolctl
+ * does; so can a fuzzer).  The format is described in docs/proc-gpupool.md.
  */
 #ifndef GPUPOOL_PROC_PARSE_H
 #define GPUPOOL_PROC_PARSE_H
@@ -14,12 +14,19 @@
 #define GPCTL_KEY_MAX	48
 #define GPCTL_COMM_MAX	64
 #define GPCTL_MAP_MAX	256
+/* A cgroup path, as the kernel's PATH_MAX bounds it (NUL included). */
+#define GPCTL_PATH_MAX	4096
+/* struct gpctl_cgroup's limit when the line says `-` (no limit). */
+#define GPCTL_NO_LIMIT	UINT64_MAX
 
 /* One `Key: value` line.  Sizes (` kB`) are stored in bytes. */
 struct gpctl_field {
 	char key[GPCTL_KEY_MAX];
 	uint64_t value;
-	char unit;		/* 'B' bytes (was kB), 'm' ms, 'p' ppm, 0 none */
+	/* 'B' bytes (was kB), 'm' ms, 'p' ppm, 0 none, 'w' a word (value 0,
+	 * the word in text: CgroupLimits' "module" or "dmem")
+	 */
+	char unit;
 	char text[16];		/* the value as written (AbiVersion: "1.0") */
 };
 
@@ -28,6 +35,20 @@ struct gpctl_holder {
 	uint64_t bytes;
 	uint64_t chunks;
 	char comm[GPCTL_COMM_MAX];
+};
+
+/*
+ * "Cgroup: <kB> <chunks> <limit kB or -> <denials> <path>": a cgroup's
+ * share of the pool, its descendants' included.  path is the cgroup's path
+ * with the module's \ooo escapes decoded (it may hold spaces, newlines,
+ * any byte but NUL), malloc'ed, freed by gpctl_pool_free().
+ */
+struct gpctl_cgroup {
+	uint64_t bytes;
+	uint64_t chunks;
+	uint64_t limit;		/* bytes; GPCTL_NO_LIMIT when `-` */
+	uint64_t denials;	/* ALLOCs this cgroup's limit refused */
+	char *path;
 };
 
 struct gpctl_map {
@@ -42,6 +63,8 @@ struct gpctl_pool {
 	size_t nr_holders;
 	struct gpctl_map *maps;
 	size_t nr_maps;
+	struct gpctl_cgroup *cgroups;	/* in the file's order (by path) */
+	size_t nr_cgroups;
 };
 
 /*

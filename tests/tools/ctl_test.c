@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * ctl_test - the /proc/gpupool parser and gpupoolctl's output for a known
- * pool state (fixture-2node.txt: two nodes, two holders, maps), on the host.
+ * pool state (fixture-2node.txt: two nodes, two holders, maps; a module
+ * before ABI 1.1, without cgroup lines), on the host.  The cgroup lines
+ * and the limit command: ctl_cgroup_test.c.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -14,42 +16,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
-#include "proc_parse.h"
-
-#define FIXTURE_FILE FIXTURE_DIR "/fixture-2node.txt"
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-
-	if (!f)
-		return NULL;
-	buf = calloc(1, 1 << 16);
-	*len = buf ? fread(buf, 1, (1 << 16) - 1, f) : 0;
-	fclose(f);
-	return buf;
-}
-
-/* Run gpupoolctl with args against `proc`; its stdout+stderr, exit code. */
-static char *ctl(const char *proc, const char *args, int *code)
-{
-	char cmd[1024], *out = calloc(1, 1 << 16);
-	size_t n = 0;
-	FILE *p;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "GPUPOOL_PROC_PATH='%s' %s %s 2>&1", proc,
-		 CTL_BIN, args);
-	p = popen(cmd, "r");
-	if (!p || !out)
-		return out;
-	n = fread(out, 1, (1 << 16) - 1, p);
-	out[n] = 0;
-	st = pclose(p);
-	*code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	return out;
-}
+#include "ctl_lib.h"
 
 TEST(parses_fixture)
 {
@@ -75,6 +42,10 @@ TEST(parses_fixture)
 	EXPECT_EQ(1, p.maps[1].node);
 	EXPECT_EQ(64, strlen(p.maps[1].cells));
 	EXPECT_EQ(NULL, gpctl_field(&p, "Node0Bin0"));
+	/* A module before ABI 1.1: no cgroup lines, no CgroupLimits. */
+	EXPECT_EQ(0, p.nr_cgroups);
+	EXPECT_EQ(NULL, p.cgroups);
+	EXPECT_EQ(NULL, gpctl_field(&p, "CgroupLimits"));
 	gpctl_pool_free(&p);
 	free(text);
 }
@@ -148,6 +119,8 @@ TEST(stat_bytes)
 		TH_LOG("%s", out);
 	}
 	EXPECT_NE(NULL, strstr(out, "allocs 10, frees 7, failed 1, limit denials 0; holders 2; reserved in 331 ms"));
+	/* A module before ABI 1.1: no cgroup section. */
+	EXPECT_EQ(NULL, strstr(out, "cgroups")) TH_LOG("%s", out);
 	free(out);
 }
 
@@ -254,16 +227,6 @@ static void write_odd_fixture(char *path)
 	fwrite(text + at, 1, len - at, f);
 	fclose(f);
 	free(text);
-}
-
-static int is_json(const char *out)
-{
-	FILE *p = popen("python3 -c 'import json,sys; json.loads(sys.stdin.buffer.read().decode())'", "w");
-
-	if (!p)
-		return 0;
-	fputs(out, p);
-	return pclose(p) == 0;
 }
 
 TEST(hostile_holder_names)

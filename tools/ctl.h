@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctl.h - what gpupoolctl's files share.  ctl_common.c: the paths, reading
+ * /proc/gpupool, errors that say what to do, sizes written and read (the
+ * one place that formats or parses a byte count) and escaping of names.
+ * ctl_cgroup.c: a cgroup named on the command line, and its dmem files.
+ * ctl_limit.c: the limit command.  gpupoolctl.c: the other commands, main.
+ */
+#ifndef GPUPOOL_CTL_H
+#define GPUPOOL_CTL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "proc_parse.h"
+
+/* Exit codes, also in the usage text and gpupoolctl(8). */
+enum { EX_OK = 0, EX_FAIL = 1, EX_USAGE = 2, EX_NOMODULE = 3, EX_ACCESS = 4,
+       EX_ABI = 5 };
+
+/* /proc/gpupool and /dev/gpupool (GPUPOOL_PROC_PATH, GPUPOOL_DEV_PATH). */
+extern const char *proc_path;
+extern const char *dev_path;
+
+struct opts {
+	bool json;
+	char unit;		/* 'h' human, 'b', 'k', 'm', 'g' */
+	long iterations;	/* top: -n, 0 = until q */
+	double delay;		/* top: -d seconds */
+	const char *textfile;	/* prometheus: --textfile DIR */
+	long max_cgroups;	/* prometheus: --max-cgroups N */
+};
+
+/* The largest limit `limit set` takes: 2^63 bytes (8 EiB). */
+#define CTL_SIZE_MAX	(1ull << 63)
+
+/* Print why path cannot be opened (err) and what to do; the exit code. */
+int explain_open_error(const char *path, int err);
+/* Read /proc/gpupool whole and parse it: EX_OK, or an exit code (said). */
+int read_pool(struct gpctl_pool *p);
+
+/* bytes in unit ('h' human-readable, 'b', 'k', 'm', 'g'), into buf. */
+const char *fmt_size(char *buf, size_t len, uint64_t bytes, char unit);
+/*
+ * A size as the module's size parameters take it: decimal digits with an
+ * optional K, M, G or T suffix (binary), nothing else, from 1 byte to
+ * CTL_SIZE_MAX.  0, or -1 with why (for "'<s>' is not a size: <why>").
+ */
+int parse_size(const char *s, uint64_t *out, char *why, size_t whylen);
+
+/* A JSON string (ASCII; other bytes as \u00XX) on stdout. */
+void json_str(const char *s);
+/* A name for a terminal: printable ASCII as is, other bytes as \ooo. */
+void text_name(const char *s);
+/* A Prometheus label value, quoted and escaped. */
+void prom_label(FILE *out, const char *s);
+
+/* The dmem region the module registers (dmem.max: "gpupool <bytes>"). */
+#define DMEM_REGION	"gpupool"
+
+/* A cgroup named on the command line, open. */
+struct ctl_cgroup {
+	int fd;			/* O_RDONLY | O_DIRECTORY */
+	char path[PATH_MAX];	/* where it is in the file system */
+	char name[PATH_MAX];	/* its path under the cgroup2 mount, "/..." */
+};
+
+/*
+ * The cgroup2 mount point: $GPUPOOL_CGROUP_MOUNT, else the first cgroup2
+ * file system in /proc/self/mountinfo, else /sys/fs/cgroup.  true when one
+ * was found (or named).
+ */
+bool ctl_cgroup_mount(char *buf, size_t len);
+/*
+ * Open the cgroup arg names: a path under the cgroup2 mount ("/a/b" or
+ * "a/b"), an absolute path inside that mount, or "fd:N".  EX_OK, or an
+ * exit code after saying why (no such path, not a directory, not cgroup2,
+ * cgroup v1).
+ */
+int ctl_cgroup_open(const char *arg, struct ctl_cgroup *cg);
+/* path's name under the mount mnt ("/" for mnt itself), into name. */
+void ctl_cgroup_name(const char *path, const char *mnt, char *name, size_t len);
+/*
+ * The dmem controller's figure of region "gpupool" in file (dmem.max,
+ * dmem.current) of the directory dirfd: 0 with *v (GPCTL_NO_LIMIT for
+ * "max"), -ENOENT (no such file: the controller is not enabled there),
+ * -ESRCH (no gpupool line), -EINVAL (not dmem's format) or another -errno.
+ */
+int ctl_dmem_read(int dirfd, const char *file, uint64_t *v);
+/* dmem.max of cg for region gpupool := bytes (GPCTL_NO_LIMIT: "max"):
+ * 0 or -errno.
+ */
+int ctl_dmem_set(const struct ctl_cgroup *cg, uint64_t bytes);
+/*
+ * Say why file (dmem.max, dmem.current) of cg failed with err (positive):
+ * for ENOENT, which cgroup.subtree_control files need "+dmem".
+ */
+void ctl_dmem_explain(const struct ctl_cgroup *cg, const char *file, int err);
+
+/* gpupoolctl limit set|clear|show ...: args after "limit". */
+int cmd_limit(const struct opts *o, int argc, char **argv);
+
+#endif /* GPUPOOL_CTL_H */

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctl_common.c - what gpupoolctl's commands share: reading /proc/gpupool,
+ * errors that say what to do, byte counts written (fmt_size) and read
+ * (parse_size), and names escaped for a terminal, JSON and Prometheus.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <grp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <linux/gpupool.h>
+
+#include "ctl.h"
+
+const char *proc_path = "/proc/gpupool";
+const char *dev_path = "/dev/gpupool";
+
+/* Errors that tell the user what to do -------------------------------------- */
+
+int explain_open_error(const char *path, int err)
+{
+	struct stat st;
+
+	fprintf(stderr, "gpupoolctl: cannot open %s: %s\n", path, strerror(err));
+	if (err == ENOENT) {
+		fprintf(stderr,
+			"  The gpupool module is not loaded. Load it (as root) with:\n"
+			"    modprobe gpupool pool_size=1G     (installed with DKMS)\n"
+			"    insmod gpupool.ko pool_size=1G    (from a build tree)\n"
+			"  Programs using libgpupool still work without it, on the\n"
+			"  user backend (GPUPOOL_BACKEND=user).\n");
+		return EX_NOMODULE;
+	}
+	if (err == EACCES || err == EPERM) {
+		struct group *g = NULL;
+
+		if (!stat(path, &st))
+			g = getgrgid(st.st_gid);
+		fprintf(stderr, "  %s is not accessible to you", path);
+		if (g)
+			fprintf(stderr, " (group '%s', mode %o).\n"
+				"  Ask an administrator to add you to it:\n"
+				"    usermod -aG %s $USER   (then log in again)\n",
+				g->gr_name, st.st_mode & 0777, g->gr_name);
+		else
+			fprintf(stderr, ".\n");
+		fprintf(stderr,
+			"  The udev rule packaging/70-gpupool.rules gives a group access.\n");
+		return EX_ACCESS;
+	}
+	return EX_FAIL;
+}
+
+/* Read /proc/gpupool whole and parse it. */
+int read_pool(struct gpctl_pool *p)
+{
+	size_t cap = 16384, len = 0, n;
+	char *buf = malloc(cap), *nb;
+	FILE *f = fopen(proc_path, "r");
+	int ret;
+
+	if (!f) {
+		ret = explain_open_error(proc_path, errno);
+		free(buf);
+		return ret;
+	}
+	while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
+		len += n;
+		if (len == cap) {
+			nb = realloc(buf, cap *= 2);
+			if (!nb)
+				free(buf);
+			buf = nb;
+		}
+	}
+	if (ferror(f)) {	/* not a format problem: say what it was */
+		ret = errno;
+		fclose(f);
+		free(buf);
+		fprintf(stderr, "gpupoolctl: reading %s: %s\n", proc_path,
+			strerror(ret));
+		return EX_FAIL;
+	}
+	fclose(f);
+	if (!buf) {
+		fprintf(stderr, "gpupoolctl: out of memory\n");
+		return EX_FAIL;
+	}
+	ret = gpctl_parse_proc(buf, len, p);
+	free(buf);
+	if (ret == -EINVAL) {
+		fprintf(stderr,
+			"gpupoolctl: %s is not in a format this gpupoolctl knows\n"
+			"  (ABI %d.%d); the module is probably newer: upgrade the gpupool tools.\n",
+			proc_path, GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
+		return EX_ABI;
+	}
+	if (ret) {
+		fprintf(stderr, "gpupoolctl: %s: %s\n", proc_path, strerror(-ret));
+		return EX_FAIL;
+	}
+	return EX_OK;
+}
+
+/* Formatting ------------------------------------------------------------------ */
+
+const char *fmt_size(char *buf, size_t len, uint64_t bytes, char unit)
+{
+	static const char *const suffix[] = { "B", "Ki", "Mi", "Gi", "Ti", "Pi" };
+	double v = (double)bytes;
+	int i = 0;
+
+	switch (unit) {
+	case 'b': snprintf(buf, len, "%llu", (unsigned long long)bytes); break;
+	case 'k': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 10)); break;
+	case 'm': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 20)); break;
+	case 'g': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 30)); break;
+	default:
+		while (v >= 1024 && i < 5) {
+			v /= 1024;
+			i++;
+		}
+		if (i == 0)
+			snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+		else
+			snprintf(buf, len, "%.1f%s", v, suffix[i]);
+	}
+	return buf;
+}
+
+/*
+ * A size as the module's size parameters take it (pool_size=, max_size=):
+ * decimal digits and an optional K, M, G or T (KiB ... TiB), nothing else.
+ * No sign, no spaces, no fraction, no "KiB": a typo is refused, never read
+ * as something else.
+ */
+int parse_size(const char *s, uint64_t *out, char *why, size_t whylen)
+{
+	size_t n = strspn(s, "0123456789");
+	unsigned int shift = 0;
+	uint64_t v = 0;
+	size_t i;
+
+	if (!*s) {
+		snprintf(why, whylen, "empty");
+		return -1;
+	}
+	if (*s == '-') {
+		snprintf(why, whylen, "negative: a limit is a number of bytes, 1 or more");
+		return -1;
+	}
+	if (!n) {
+		snprintf(why, whylen, "not a number (decimal bytes with an optional K, M, G or T suffix, as 512M)");
+		return -1;
+	}
+	switch (s[n]) {
+	case '\0':
+		break;
+	case 'k': case 'K':
+		shift = 10;
+		break;
+	case 'm': case 'M':
+		shift = 20;
+		break;
+	case 'g': case 'G':
+		shift = 30;
+		break;
+	case 't': case 'T':
+		shift = 40;
+		break;
+	default:
+		shift = 64;	/* not a suffix */
+	}
+	if (shift == 64 || (shift && s[n + 1])) {
+		snprintf(why, whylen, "'%s' after the number (the only suffixes are K, M, G and T, powers of 1024)",
+			 s + n + (shift && shift < 64));
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			goto too_large;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (!v) {
+		snprintf(why, whylen, "0 is not a limit (to remove a limit: gpupoolctl limit clear CGROUP)");
+		return -1;
+	}
+	if (v > CTL_SIZE_MAX >> shift)
+		goto too_large;
+	*out = v << shift;
+	return 0;
+too_large:
+	snprintf(why, whylen, "more than 2^63 bytes (8 EiB)");
+	return -1;
+}
+
+/*
+ * A JSON string.  Command names may hold any byte: controls and every byte
+ * above 0x7f (a name the kernel cut at 15 bytes may end inside a UTF-8
+ * character) are written as \u00XX, so the output is valid JSON (ASCII)
+ * whatever the name.
+ */
+void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c > 0x7e)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/*
+ * A command name for a terminal: printable ASCII as it is, any other byte
+ * (escape sequences, carriage returns, C1 controls) and the backslash as
+ * \ooo, as the module writes them.  Any user names its own processes, and
+ * root's `top` shows them all.
+ */
+void text_name(const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c >= 0x20 && c <= 0x7e && c != '\\')
+			putchar(c);
+		else
+			printf("\\%03o", c);
+	}
+}
+
+/* A Prometheus label value: only \\, \" and \n are escapes there, and the
+ * text must be UTF-8; other bytes outside printable ASCII become the text
+ * \ooo (an escaped backslash, then the octal digits).
+ */
+void prom_label(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", out);
+		else if (c < 0x20 || c > 0x7e)
+			fprintf(out, "\\\\%03o", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
