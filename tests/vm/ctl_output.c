@@ -3,13 +3,18 @@
  * ctl_output: gpupoolctl against the real module in a known state: a 32 MiB
  * one-node pool, this process holding 1 MiB + 3 MiB in two chunks.  Its
  * figures must be exactly those; its error messages must say what to do
- * (module not loaded, /dev/gpupool not accessible).  The binary is the
- * build tree's: <O>/tools/gpupoolctl, found from this program's own path
- * (<O>/tests/vm/ctl_output).
+ * (module not loaded, /dev/gpupool not accessible).  Then per-cgroup
+ * limits on a real cgroup (cgroup2 mounted at /sys/fs/cgroup if nothing
+ * is): `limit set/show/clear`, the use shown after allocations made from
+ * inside the cgroup, and the refusal without CAP_SYS_ADMIN.  The binary is
+ * the build tree's: <O>/tools/gpupoolctl, found from this program's own
+ * path (<O>/tests/vm/ctl_output).
  */
 #define _GNU_SOURCE
 #include <libgen.h>
 #include <limits.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -28,8 +33,8 @@ static const char *ctl_path(void)
 	return access(path, X_OK) ? NULL : path;
 }
 
-/* Run gpupoolctl ARGS (as uid when uid >= 0): output, and exit code. */
-static char *ctl(const char *args, int uid, int *code)
+/* Run gpupoolctl ARGS (as uid:gid when uid >= 0): output, and exit code. */
+static char *ctl_as(const char *args, int uid, int gid, int *code)
 {
 	char cmd[PATH_MAX + 256], *out = calloc(1, 1 << 16);
 	size_t n;
@@ -38,7 +43,7 @@ static char *ctl(const char *args, int uid, int *code)
 
 	if (uid >= 0)
 		snprintf(cmd, sizeof(cmd), "setpriv --reuid=%d --regid=%d --clear-groups %s %s 2>&1",
-			 uid, uid, ctl_path(), args);
+			 uid, gid, ctl_path(), args);
 	else
 		snprintf(cmd, sizeof(cmd), "%s %s 2>&1", ctl_path(), args);
 	*code = -1;
@@ -50,6 +55,12 @@ static char *ctl(const char *args, int uid, int *code)
 	st = pclose(p);
 	*code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	return out;
+}
+
+/* Run gpupoolctl ARGS (as uid, in its own group, when uid >= 0). */
+static char *ctl(const char *args, int uid, int *code)
+{
+	return ctl_as(args, uid, uid, code);
 }
 
 FIXTURE(known) {
@@ -187,6 +198,246 @@ TEST_F(known, no_access_says_which_group)
 	EXPECT_EQ(4, code) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "is not accessible to you (group 'root', mode 660)")) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "70-gpupool.rules"));
+	free(out);
+}
+
+/* Per-cgroup limits ------------------------------------------------------- */
+
+#define CGROOT	"/sys/fs/cgroup"
+#define CGTEST	CGROOT "/ctltest"
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Move this process into the cgroup at dir: 0 or -errno. */
+static int enter_cgroup(const char *dir)
+{
+	char path[PATH_MAX], pid[32];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	return write_str(path, pid);
+}
+
+FIXTURE(cg) {
+	int fd;
+	bool made;	/* CGTEST is ours to remove */
+	bool inside;	/* this process is in CGTEST */
+	bool ready;
+};
+
+/*
+ * A cgroup of the VM's cgroup2 hierarchy (mounted here if nothing is, as
+ * the VMs boot without one) and the module with a 32 MiB pool, no chunk.
+ */
+FIXTURE_SETUP(cg)
+{
+	self->fd = -1;
+	GP_REQUIRE();
+	if (!ctl_path())
+		GP_SKIP("gpupoolctl not built next to the tests");
+	if (access(CGROOT "/cgroup.controllers", F_OK) &&
+	    mount("none", CGROOT, "cgroup2", 0, NULL))
+		GP_SKIP("no cgroup2 hierarchy at " CGROOT ", and mounting one failed: %s",
+			strerror(errno));
+	rmdir(CGTEST);		/* a run before this one died */
+	ASSERT_EQ(0, mkdir(CGTEST, 0755)) TH_LOG("%s: %s", CGTEST, strerror(errno));
+	self->made = true;
+	ASSERT_EQ(0, gp_load_1("pool_size=32M"));
+	self->ready = true;
+}
+
+FIXTURE_TEARDOWN(cg)
+{
+	if (self->inside)
+		EXPECT_EQ(0, enter_cgroup(CGROOT));
+	if (self->fd >= 0)
+		close(self->fd);
+	EXPECT_EQ(0, gp_unload_wait(5000));
+	if (self->made)
+		EXPECT_EQ(0, rmdir(CGTEST)) TH_LOG("%s: %s", CGTEST, strerror(errno));
+}
+
+/* 1 + 2 MiB charged to CGTEST (allocated from inside it), 6 MiB refused
+ * there when limit is set; this process back in the root afterwards (the
+ * charge stays with the cgroup).
+ */
+static void fill_ctltest(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(cg) *self, bool limited)
+{
+	struct gpupool_alloc a;
+
+	ASSERT_EQ(0, enter_cgroup(CGTEST));
+	self->inside = true;
+	self->fd = gp_open_dev();
+	ASSERT_LE(0, self->fd);
+	ASSERT_NE(0, gp_alloc(self->fd, MiB));
+	ASSERT_NE(0, gp_alloc(self->fd, 2 * MiB));
+	if (limited)	/* 3 + 6 MiB > 8 MiB */
+		EXPECT_EQ(-ENOSPC, gp_alloc_ex(self->fd, 6 * MiB, 0, 0, &a));
+	ASSERT_EQ(0, enter_cgroup(CGROOT));
+	self->inside = false;
+}
+
+#define EXPECT_IN(out, text) \
+	EXPECT_NE(NULL, strstr(out, text)) TH_LOG("want '%s' in:\n%s", text, out)
+
+TEST_F(cg, limit_set_show_clear)
+{
+	NEED_SETUP();
+	int code;
+	char *out;
+
+	out = ctl("info", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "cgroup limits:  the module's own (gpupoolctl limit)\n");
+	free(out);
+
+	/* Nothing charged, no limit yet. */
+	out = ctl("limit show /ctltest -b", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "limits: the module's own (gpupoolctl limit set)\n");
+	EXPECT_IN(out, "           -            0        0        0  /ctltest\n");
+	free(out);
+
+	out = ctl("limit set /ctltest 8M", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "limit of /ctltest set to 8.0Mi (8388608 bytes); it holds 0B in 0 chunks\n");
+	free(out);
+
+	fill_ctltest(_metadata, self, true);
+
+	/* Named three ways: under the mount, inside it, by descriptor. */
+	out = ctl("limit show /ctltest -b", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "     8388608      3145728        2        1  /ctltest\n");
+	free(out);
+	out = ctl("limit show " CGTEST " --json", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "{\"limits\": \"module\", \"cgroups\": [{\"cgroup\": \"/ctltest\", \"limit\": 8388608, \"bytes\": 3145728, \"chunks\": 2, \"denials\": 1}]}\n");
+	free(out);
+	out = ctl("limit show -b fd:7 7<" CGTEST, -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "     8388608      3145728        2        1  /ctltest\n");
+	free(out);
+
+	/* Every limited cgroup, from /proc/gpupool: not the root. */
+	out = ctl("limit show -b", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "     8388608      3145728        2        1  /ctltest\n");
+	EXPECT_EQ(NULL, strstr(out, "  /\n")) TH_LOG("%s", out);
+	free(out);
+
+	/* stat, top and prometheus show the use (the root's includes it). */
+	out = ctl("stat -b", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "cgroups (limits: the module's own; 1 allocations refused by a cgroup limit):\n");
+	EXPECT_IN(out, "     3145728        2            -        0  /\n");
+	EXPECT_IN(out, "     3145728        2      8388608        1  /ctltest\n");
+	free(out);
+	out = ctl("top -n 1 -b", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "     3145728        2      8388608        1  /ctltest\n");
+	free(out);
+	out = ctl("prometheus", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "gpupool_cgroup_bytes{cgroup=\"/ctltest\"} 3145728\n");
+	EXPECT_IN(out, "gpupool_cgroup_chunks{cgroup=\"/ctltest\"} 2\n");
+	EXPECT_IN(out, "gpupool_cgroup_limit_bytes{cgroup=\"/ctltest\"} 8388608\n");
+	EXPECT_IN(out, "gpupool_cgroup_denials_total{cgroup=\"/ctltest\"} 1\n");
+	EXPECT_IN(out, "gpupool_cgroup_limit_denials_total 1\n");
+	free(out);
+
+	/* Below the use: taken, and said. */
+	out = ctl("limit set ctltest 2M", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "limit of /ctltest set to 2.0Mi (2097152 bytes); it holds 3.0Mi in 2 chunks\n");
+	EXPECT_IN(out, "more than the new limit already");
+	free(out);
+
+	out = ctl("limit clear /ctltest", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "limit of /ctltest cleared (was 2.0Mi); it holds 3.0Mi in 2 chunks\n");
+	free(out);
+	out = ctl("limit show /ctltest -b", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "           -      3145728        2        1  /ctltest\n");
+	free(out);
+	out = ctl("limit clear /ctltest", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "/ctltest had no limit; it holds 3.0Mi in 2 chunks\n");
+	free(out);
+	out = ctl("limit show", -1, &code);
+	EXPECT_EQ(0, code);
+	EXPECT_IN(out, "(no cgroup has a limit)");
+	free(out);
+
+	/* Bad arguments change nothing. */
+	out = ctl("limit set /ctltest 0", -1, &code);
+	EXPECT_EQ(2, code);
+	free(out);
+	out = ctl("limit set /ctltest/nonexistent 1G", -1, &code);
+	EXPECT_EQ(1, code);
+	EXPECT_IN(out, "no such cgroup: " CGTEST "/nonexistent does not exist");
+	free(out);
+	out = ctl("limit set /proc 1G", -1, &code);
+	EXPECT_EQ(1, code);
+	EXPECT_IN(out, "/proc is not a cgroup: its file system is proc, not cgroup2");
+	free(out);
+}
+
+/*
+ * Changing a limit takes CAP_SYS_ADMIN: a user who may open /dev/gpupool
+ * (here by its group, root) can read a cgroup's figures but not set or
+ * clear its limit; one who may not open it is told that first.  Anyone
+ * lists the limits (from /proc/gpupool).
+ */
+TEST_F(cg, limit_needs_cap_sys_admin)
+{
+	NEED_SETUP();
+	int code;
+	char *out;
+
+	out = ctl("limit set /ctltest 8M", -1, &code);
+	EXPECT_EQ(0, code);
+	free(out);
+	fill_ctltest(_metadata, self, false);
+
+	out = ctl_as("limit set /ctltest 1G", 65534, 0, &code);
+	EXPECT_EQ(4, code) TH_LOG("%s", out);
+	EXPECT_IN(out, "gpupoolctl: limit set /ctltest: Operation not permitted\n");
+	EXPECT_IN(out, "needs CAP_SYS_ADMIN in the initial user namespace");
+	free(out);
+	out = ctl_as("limit clear /ctltest", 65534, 0, &code);
+	EXPECT_EQ(4, code) TH_LOG("%s", out);
+	EXPECT_IN(out, "needs CAP_SYS_ADMIN in the initial user namespace");
+	free(out);
+	out = ctl_as("limit show /ctltest -b", 65534, 0, &code);
+	EXPECT_EQ(0, code) TH_LOG("%s", out);
+	EXPECT_IN(out, "     8388608      3145728        2        0  /ctltest\n");
+	free(out);
+
+	out = ctl("limit set /ctltest 1G", 65534, &code);
+	EXPECT_EQ(4, code) TH_LOG("%s", out);
+	EXPECT_IN(out, "is not accessible to you");
+	free(out);
+	out = ctl("limit show -b", 65534, &code);
+	EXPECT_EQ(0, code) TH_LOG("%s", out);
+	EXPECT_IN(out, "     8388608      3145728        2        0  /ctltest\n");
+	free(out);
+
+	/* Nothing of that changed it. */
+	out = ctl("limit show /ctltest -b", -1, &code);
+	EXPECT_IN(out, "     8388608      3145728        2        0  /ctltest\n");
 	free(out);
 }
 
