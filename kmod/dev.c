@@ -330,9 +330,13 @@ static long gp_ioctl_cgroup(struct gp_file *f, void __user *uarg)
 		return -EFAULT;
 	if (cg.flags & ~GPUPOOL_CGROUP_VALID_FLAGS)
 		return -EINVAL;
-	if (cg.pad || cg.usage || cg.chunks || cg.cgroup_id || cg.denials ||
-	    !gp_zeroed(cg.reserved, sizeof(cg.reserved)))
+	if (cg.pad || !gp_zeroed(cg.reserved, sizeof(cg.reserved)))
 		return -EINVAL;
+	/* Out only: what a caller left there from an earlier answer. */
+	cg.usage = 0;
+	cg.chunks = 0;
+	cg.cgroup_id = 0;
+	cg.denials = 0;
 
 	/* A copy with its own cgroup reference: no lock held while used. */
 	spin_lock(&f->denial_lock);
