@@ -4,7 +4,8 @@
  * /proc/gpupool, errors that say what to do, sizes written and read (the
  * one place that formats or parses a byte count) and escaping of names.
  * ctl_cgroup.c: a cgroup named on the command line, and its dmem files.
- * ctl_limit.c: the limit command.  gpupoolctl.c: the other commands, main.
+ * ctl_limit.c: the limit command.  ctl_cdi.c: the cdi command (the CDI spec
+ * for container runtimes).  gpupoolctl.c: the other commands, main.
  */
 #ifndef GPUPOOL_CTL_H
 #define GPUPOOL_CTL_H
@@ -31,6 +32,8 @@ struct opts {
 	double delay;		/* top: -d seconds */
 	const char *textfile;	/* prometheus: --textfile DIR */
 	long max_cgroups;	/* prometheus: --max-cgroups N */
+	const char *output;	/* cdi: --output FILE */
+	const char *cdi_version; /* cdi: --cdi-version V */
 };
 
 /* The largest limit `limit set` takes: 2^63 bytes (8 EiB). */
@@ -101,5 +104,7 @@ void ctl_dmem_explain(const struct ctl_cgroup *cg, const char *file, int err);
 
 /* gpupoolctl limit set|clear|show ...: args after "limit". */
 int cmd_limit(const struct opts *o, int argc, char **argv);
+/* gpupoolctl cdi [--output FILE] [--cdi-version V]. */
+int cmd_cdi(const struct opts *o);
 
 #endif /* GPUPOOL_CTL_H */

@@ -4,7 +4,7 @@
  * `free` and `nvidia-smi`.  stat, top, map and prometheus read
  * /proc/gpupool (world-readable); `info` asks /dev/gpupool
  * (GPUPOOL_IOC_VERSION); `limit` (ctl_limit.c) sets and shows per-cgroup
- * limits.
+ * limits; `cdi` (ctl_cdi.c) writes the CDI spec for container runtimes.
  *
  *   gpupoolctl info         what the loaded module speaks and serves
  *   gpupoolctl stat         the pool at a glance, per NUMA node and cgroup
@@ -13,6 +13,7 @@
  *   gpupoolctl prometheus   Prometheus text format (--textfile DIR: for
  *                           node_exporter's textfile collector)
  *   gpupoolctl limit        per-cgroup limits: set, clear, show
+ *   gpupoolctl cdi          the CDI spec (gpupool.io/pool=default)
  *
  * GPUPOOL_PROC_PATH and GPUPOOL_DEV_PATH override the two paths (tests).
  */
@@ -787,6 +788,8 @@ static void usage(FILE *out)
 		"                CGROUP: a path under the cgroup2 mount (/a/b or a/b), a\n"
 		"                path inside that mount, or fd:N (an open directory)\n"
 		"                SIZE: bytes, or with a K, M, G or T suffix (1024-based)\n"
+		"  cdi           the CDI spec of /dev/gpupool for container runtimes\n"
+		"                (device gpupool.io/pool=default)\n"
 		"options:\n"
 		"  --json        JSON instead of text (info, stat, top, map, limit show)\n"
 		"  -b -k -m -g   sizes in bytes, KiB, MiB, GiB (default: human-readable)\n"
@@ -796,6 +799,9 @@ static void usage(FILE *out)
 		"                (node_exporter's textfile collector)\n"
 		"  --max-cgroups N  prometheus: series for at most N cgroups, the rest\n"
 		"                summed as cgroup=\"other\" (default 100)\n"
+		"  --output FILE cdi: write FILE atomically (/etc/cdi/gpupool.json)\n"
+		"  --cdi-version V  cdi: the spec's cdiVersion (default 0.5.0, what\n"
+		"                podman 4.3 reads; 0.7.0+ adds the group to the process)\n"
 		"exit status: 0 ok, 1 error, 2 usage, 3 module not loaded,\n"
 		"             4 no access (to /dev/gpupool, or to change a limit),\n"
 		"             5 ABI mismatch (or a module too old for the command)\n");
@@ -841,6 +847,10 @@ static int run(int argc, char **argv)
 			o.json = true;
 		} else if (!strcmp(a, "--textfile") && i + 1 < argc) {
 			o.textfile = argv[++i];
+		} else if (!strcmp(a, "--output") && i + 1 < argc) {
+			o.output = argv[++i];
+		} else if (!strcmp(a, "--cdi-version") && i + 1 < argc) {
+			o.cdi_version = argv[++i];
 		} else if (!strcmp(a, "--max-cgroups") && i + 1 < argc) {
 			long v;
 
@@ -889,6 +899,8 @@ static int run(int argc, char **argv)
 		return cmd_prometheus(&o);
 	if (!strcmp(pos[0], "limit"))
 		return cmd_limit(&o, npos - 1, pos + 1);
+	if (!strcmp(pos[0], "cdi"))
+		return cmd_cdi(&o);
 	fprintf(stderr, "gpupoolctl: unknown command '%s'\n", pos[0]);
 	usage(stderr);
 	return EX_USAGE;

@@ -28,6 +28,7 @@
 #include "../../tools/ctl_common.c"
 #include "../../tools/ctl_cgroup.c"
 #include "../../tools/ctl_limit.c"
+#include "../../tools/ctl_cdi.c"
 
 #include <sys/mman.h>
 

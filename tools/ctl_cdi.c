@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctl_cdi.c - gpupoolctl cdi: the Container Device Interface spec for
+ * /dev/gpupool, for podman, containerd 1.7+ and CRI-O.
+ *
+ *   gpupoolctl cdi [--output FILE] [--cdi-version VERSION]
+ *
+ * One device, gpupool.io/pool=default: the node /dev/gpupool with the
+ * owner, group and mode it has on this host (its stat), read-write in the
+ * device cgroup, and GPUPOOL_BACKEND=kernel, so that libgpupool in the
+ * container uses the module.  The node's major and minor are left out:
+ * the runtime takes them from the host's node when it creates a container
+ * (the CDI library does so for a node without them), so the spec stays
+ * right when the module is reloaded and misc hands it another minor.
+ *
+ * Without /dev/gpupool (the module not loaded: a package's postinst), the
+ * spec is the packaged setup's: group gpupool, mode 0660, owner root (the
+ * udev rule's), said on stderr.
+ *
+ * cdiVersion 0.5.0 by default: the newest that Debian 12's podman 4.3 (its
+ * CDI library, 0.5.2) accepts; it refuses a spec whose version it does not
+ * know.  0.5.0 has no additionalGids (0.7.0 added them), so a container
+ * process that is not root must be given the group itself (--group-add);
+ * with --cdi-version 0.7.0 or later the spec adds the node's group to the
+ * process's groups as well.
+ *
+ * --output FILE writes the spec to a temporary file in FILE's directory
+ * (a name that ends in neither .json nor .yaml, which runtimes would read)
+ * and renames it over FILE: a runtime reads the old spec or the new one,
+ * never a part.  FILE's directory is made when missing (one level).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+/* The device as containers see it, and what the packaged setup makes. */
+#define CDI_KIND	"gpupool.io/pool"
+#define CDI_DEVICE	"default"
+#define CDI_NODE	"/dev/gpupool"
+#define PKG_GROUP	"gpupool"
+#define PKG_MODE	0660
+
+struct node {
+	uid_t uid;
+	gid_t gid;
+	unsigned int mode;	/* permission bits */
+	bool found;		/* from the node's stat, not the defaults */
+	unsigned int major, minor;
+};
+
+/* "X.Y.Z" into a comparable number; -1 when it is not one. */
+static long version_code(const char *v)
+{
+	unsigned int a, b, c;
+	int n = -1;
+
+	if (sscanf(v, "%u.%u.%u%n", &a, &b, &c, &n) != 3 || n < 0 || v[n] ||
+	    a > 99 || b > 99 || c > 99)
+		return -1;
+	return a * 10000L + b * 100L + c;
+}
+
+/* The versions the spec may claim: 0.5.0 (hostPath) up to 1.1.0. */
+static const char *const known_versions[] = {
+	"0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0",
+};
+
+static int node_info(struct node *nd)
+{
+	struct stat st;
+	struct group *g;
+
+	memset(nd, 0, sizeof(*nd));
+	if (!stat(dev_path, &st)) {
+		if (!S_ISCHR(st.st_mode)) {
+			fprintf(stderr, "gpupoolctl: %s is not a character device\n",
+				dev_path);
+			return EX_FAIL;
+		}
+		nd->uid = st.st_uid;
+		nd->gid = st.st_gid;
+		nd->mode = st.st_mode & 0777;
+		nd->major = major(st.st_rdev);
+		nd->minor = minor(st.st_rdev);
+		nd->found = true;
+		return EX_OK;
+	}
+	if (errno != ENOENT) {
+		fprintf(stderr, "gpupoolctl: %s: %s\n", dev_path, strerror(errno));
+		return EX_FAIL;
+	}
+	g = getgrnam(PKG_GROUP);
+	if (!g) {
+		fprintf(stderr, "gpupoolctl: no %s and no group '%s': nothing to describe\n",
+			dev_path, PKG_GROUP);
+		return explain_open_error(dev_path, ENOENT);
+	}
+	nd->uid = 0;
+	nd->gid = g->gr_gid;
+	nd->mode = PKG_MODE;
+	return EX_OK;
+}
+
+/* s as a JSON string: printable ASCII as is, other bytes \u00XX. */
+static void json_str_to(FILE *f, const char *s)
+{
+	const unsigned char *c;
+
+	fputc('"', f);
+	for (c = (const unsigned char *)s; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			fprintf(f, "\\%c", *c);
+		else if (*c < 0x20 || *c > 0x7e)
+			fprintf(f, "\\u%04x", *c);
+		else
+			fputc(*c, f);
+	}
+	fputc('"', f);
+}
+
+static void spec_write(FILE *f, const struct node *nd, const char *version)
+{
+	bool gids = version_code(version) >= version_code("0.7.0");
+
+	fprintf(f, "{\n"
+		"  \"cdiVersion\": \"%s\",\n"
+		"  \"kind\": \"" CDI_KIND "\",\n"
+		"  \"devices\": [\n"
+		"    {\n"
+		"      \"name\": \"" CDI_DEVICE "\",\n"
+		"      \"containerEdits\": {\n"
+		"        \"env\": [\n"
+		"          \"GPUPOOL_BACKEND=kernel\"\n"
+		"        ],\n"
+		"        \"deviceNodes\": [\n"
+		"          {\n"
+		"            \"path\": \"" CDI_NODE "\",\n", version);
+	if (strcmp(dev_path, CDI_NODE)) {
+		fprintf(f, "            \"hostPath\": ");
+		json_str_to(f, dev_path);
+		fprintf(f, ",\n");
+	}
+	fprintf(f, "            \"type\": \"c\",\n"
+		"            \"permissions\": \"rw\",\n"
+		"            \"fileMode\": %u,\n"
+		"            \"uid\": %u,\n"
+		"            \"gid\": %u\n"
+		"          }\n"
+		"        ]%s\n",
+		nd->mode, (unsigned int)nd->uid, (unsigned int)nd->gid,
+		gids && nd->gid ? "," : "");
+	if (gids && nd->gid)
+		fprintf(f, "        \"additionalGids\": [\n"
+			"          %u\n"
+			"        ]\n", (unsigned int)nd->gid);
+	fprintf(f, "      }\n"
+		"    }\n"
+		"  ]\n"
+		"}\n");
+}
+
+/* FILE's directory, made (0755) when missing; 0 or -errno. */
+static int make_parent(const char *file)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	if (snprintf(dir, sizeof(dir), "%s", file) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = 0;
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int spec_file(const char *path, const struct node *nd,
+		     const char *version)
+{
+	char tmp[PATH_MAX];
+	const char *base = strrchr(path, '/');
+	FILE *f = NULL;
+	int fd, err;
+
+	base = base ? base + 1 : path;
+	if (!*base) {
+		fprintf(stderr, "gpupoolctl: --output %s: not a file name\n", path);
+		return EX_USAGE;
+	}
+	if (snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", (int)(base - path),
+		     path, base) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "gpupoolctl: --output: path too long\n");
+		return EX_USAGE;
+	}
+	err = make_parent(path);
+	if (err) {
+		fprintf(stderr, "gpupoolctl: --output %s: making its directory: %s\n",
+			path, strerror(-err));
+		return EX_FAIL;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		fprintf(stderr, "gpupoolctl: --output %s: %s\n", path, strerror(errno));
+		return EX_FAIL;
+	}
+	/* Readable by every runtime (rootless podman too), whatever the umask. */
+	if (fchmod(fd, 0644) || !(f = fdopen(fd, "w")))
+		goto fail;
+	spec_write(f, nd, version);
+	if (fflush(f) || ferror(f) || fsync(fd))
+		goto fail;
+	if (fclose(f)) {
+		f = NULL;
+		fd = -1;
+		goto fail;
+	}
+	f = NULL;
+	fd = -1;
+	if (rename(tmp, path))
+		goto fail;
+	return EX_OK;
+fail:
+	err = errno;
+	if (f)
+		fclose(f);
+	else if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	fprintf(stderr, "gpupoolctl: writing %s: %s\n", path, strerror(err));
+	return EX_FAIL;
+}
+
+int cmd_cdi(const struct opts *o)
+{
+	const char *version = o->cdi_version ? o->cdi_version : "0.5.0";
+	struct group *g;
+	struct node nd;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < sizeof(known_versions) / sizeof(known_versions[0]); i++)
+		if (!strcmp(version, known_versions[i]))
+			break;
+	if (i == sizeof(known_versions) / sizeof(known_versions[0])) {
+		fprintf(stderr, "gpupoolctl: --cdi-version: '%s' is not one of 0.5.0, 0.6.0, 0.7.0, 0.8.0, 1.0.0, 1.1.0\n",
+			version);
+		return EX_USAGE;
+	}
+	ret = node_info(&nd);
+	if (ret)
+		return ret;
+	g = getgrgid(nd.gid);
+	if (!nd.found)
+		fprintf(stderr, "gpupoolctl: no %s (module not loaded): the spec of the packaged setup, group %s (gid %u), mode %04o\n",
+			dev_path, PKG_GROUP, (unsigned int)nd.gid, nd.mode);
+	if (!o->output) {
+		spec_write(stdout, &nd, version);
+		return EX_OK;
+	}
+	ret = spec_file(o->output, &nd, version);
+	if (!ret && nd.found)
+		fprintf(stderr, "gpupoolctl: wrote %s: " CDI_KIND "=" CDI_DEVICE
+			", %s (%u:%u) group %s (gid %u), mode %04o\n",
+			o->output, dev_path, nd.major, nd.minor,
+			g ? g->gr_name : "?", (unsigned int)nd.gid, nd.mode);
+	return ret;
+}
