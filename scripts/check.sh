@@ -4,7 +4,8 @@
 #   1. host unit tests (ASan + UBSan), the library's tests, ThreadSanitizer
 #      and libFuzzer runs (bounded, seeded), the tools tests, the BFC
 #      benchmark's quick run (it must build and finish; no speed asserted),
-#      the Python tests, the YAML in the tree (scripts/yaml-check.py)
+#      the Python tests, the YAML in the tree (scripts/yaml-check.py), the
+#      CDI spec gpupoolctl writes (scripts/cdi-check.py)
 #   2. checkpatch on the kernel code
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
@@ -113,6 +114,10 @@ step "make install into a staging root; a program built against it with pkg-conf
 
 step "the YAML in the tree (Kubernetes manifests): parsed and checked"
 /usr/bin/python3 "$top/scripts/yaml-check.py" --counts "$results/yaml.counts" || status=1
+
+step "the CDI spec gpupoolctl writes (fixture nodes): the CDI schema and what it leaves open"
+/usr/bin/python3 "$top/scripts/cdi-check.py" --ctl "$O/tools/gpupoolctl" \
+	--counts "$results/cdi.counts" || status=1
 
 step "the VM harness's own judge (synthetic logs, no VM)"
 python3 "$top/vm/selftest-vmreport.py" --counts "$results/vmreport-selftest.counts" || status=1
