@@ -30,7 +30,7 @@ TEST_KVERS = $(shell $(TOP)/vm/kernels.sh)
 
 SUBMAKE = $(MAKE) --no-print-directory O=$(O) TOP=$(TOP)
 
-.PHONY: all module modules-all ksft lib tools tests demo check bench deps \
+.PHONY: all module modules-all ksft lib tools slurm tests demo check bench deps \
 	checkpatch install vm-test vm-shell deb clean help
 
 PREFIX  ?= /usr/local
@@ -73,7 +73,11 @@ tools: lib
 	@$(SUBMAKE) -C tools
 	@$(SUBMAKE) -C examples
 
-tests: ksft lib tools
+# The SPANK plugin (slurm/; nothing without libslurm-dev's spank.h).
+slurm:
+	@$(SUBMAKE) -C slurm
+
+tests: ksft lib tools slurm
 	@$(SUBMAKE) -C tests/unit
 	@$(SUBMAKE) -C tests/tools
 	@$(SUBMAKE) -C tests/cudart_double
@@ -81,6 +85,7 @@ tests: ksft lib tools
 	@$(SUBMAKE) -C tests/vm
 	@$(SUBMAKE) -C tests/tsan
 	@$(SUBMAKE) -C tests/fuzz
+	@$(SUBMAKE) -C tests/slurm
 
 # Run the VM suite (or a --filter of it, through VMFLAGS) on one kernel.
 vm-test: module tests
