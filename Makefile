@@ -85,6 +85,7 @@ tests: ksft lib tools slurm
 	@$(SUBMAKE) -C tests/vm
 	@$(SUBMAKE) -C tests/tsan
 	@$(SUBMAKE) -C tests/fuzz
+	@$(SUBMAKE) -C tests/containers
 	@$(SUBMAKE) -C tests/slurm
 
 # Run the VM suite (or a --filter of it, through VMFLAGS) on one kernel.

@@ -9,7 +9,8 @@
 #   2. checkpatch on the kernel code
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
-#      user backend there), and libgpupool's tests on the kernel backend
+#      user backend there), and libgpupool's tests on the kernel backend;
+#      on the newest kernel, a podman container given the device by CDI
 #   4. the whole VM suite on the debug kernel (KASAN, lockdep, UBSAN,
 #      kmemleak; scripts/debug-kernel.sh builds it once, then reuses it:
 #      in the background, at the lowest CPU priority, from the start, so
@@ -199,6 +200,17 @@ kernel_block() {
 			--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
 			--test-timeout 840 --timeout 900 \
 			--tests "$top/python/tests" --build-dir "$O" --quiet || st=1
+	fi
+	# A real container (podman 4.3, crun) given the device through the
+	# CDI spec gpupoolctl writes; on the newest kernel only (about 2.5
+	# minutes under TCG).
+	if [ "$k" = "$torch_k" ]; then
+		step "a podman container with gpupool.io/pool=default (CDI), in the VM on $k"
+		vm "containers-$k" --kernel "$k" --mem 2G \
+			--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=64M" \
+			--env GPUPOOL_TOP="$top" \
+			--tests "$O/tests/containers" --build-dir "$O" --quiet \
+			--test-timeout 840 --timeout 900 || st=1
 	fi
 	return $st
 }

@@ -19,7 +19,8 @@ set -eu
 # e2fsprogs: mkfs.ext4 for the in-VM O_DIRECT tests.  debhelper, dh-dkms,
 # lintian: the Debian packages and their checks; prometheus: promtool, which
 # checks the exported metrics; python3-yaml: parses the YAML in the tree;
-# python3-jsonschema: validates the CDI spec against the CDI schema.
+# python3-jsonschema: validates the CDI spec against the CDI schema; podman,
+# crun: the container the VM runs with the CDI device (tests/containers).
 pkgs="build-essential clang libclang-rt-14-dev bc flex bison cpio kmod xz-utils zstd
       libelf-dev libssl-dev
       qemu-system-x86 busybox-static
@@ -27,7 +28,8 @@ pkgs="build-essential clang libclang-rt-14-dev bc flex bison cpio kmod xz-utils 
       dkms liburing-dev python3 python3-numpy python3-pip python3-setuptools
       pkg-config
       python3-torch fio e2fsprogs
-      debhelper dh-dkms lintian prometheus python3-yaml python3-jsonschema"
+      debhelper dh-dkms lintian prometheus python3-yaml python3-jsonschema
+      podman crun"
 
 have() { dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
