@@ -6,6 +6,11 @@
  * nothing counts against RLIMIT_MEMLOCK; the module enforces its own
  * per-process limit (-EDQUOT).
  *
+ * A cgroup limit that refuses a chunk (-ENOSPC, ABI 1.1) is named with the
+ * module's record of the refusal (GPUPOOL_IOC_CGROUP, LAST_DENIAL), or,
+ * where the limit is the dmem controller's, by reading dmem.max and
+ * dmem.current up from the task's cgroup (cgroupfs.c).
+ *
  * On open the library asks GPUPOOL_IOC_VERSION and refuses a module it
  * cannot talk to, saying which side is too old.  Exported chunks are
  * descriptors of their own (GPUPOOL_IOC_EXPORT); an importer sizes them with
@@ -16,12 +21,14 @@
 #include <limits.h>
 #include <linux/gpupool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroupfs.h"
 #include "internal.h"
 
 #define GP_DEV_PATH	"/dev/gpupool"
@@ -129,12 +136,184 @@ static void gp_kernel_free_handle(struct gp_ctx *ctx, uint64_t handle)
 			 (unsigned long long)handle, strerror(errno));
 }
 
+/* A cgroup path as a message shows it: at most GP_CG_SHOW bytes of it
+ * ("..." after a longer one's first ones), control bytes as '?', so that
+ * the figures after it always fit in the message.
+ */
+#define GP_CG_SHOW	150
+
+static const char *gp_cg_show(char *out, size_t len, const char *path)
+{
+	size_t i, n, keep;
+
+	if (!path[0])
+		path = "(no path)";
+	n = strlen(path);
+	keep = n > GP_CG_SHOW ? GP_CG_SHOW - 3 : n;
+	if (keep >= len)
+		keep = len - 1;
+	for (i = 0; i < keep; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		out[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	out[i] = 0;
+	if (keep < n && i + 3 < len)
+		memcpy(out + i, "...", 4);
+	return out;
+}
+
+#define GP_CG_RAISE	"gpupoolctl limit set"
+#define GP_CG_OR_DMEM	"(or dmem.max where the kernel has dmem)"
+
+/* dmem refused and did not say which cgroup: find it (cgroupfs.c). */
+static int gp_kernel_dmem_refused(struct gp_ctx *ctx, const char *a,
+				  const char *path, uint64_t size)
+{
+	char p[GP_CG_SHOW + 1], f[GP_CG_SHOW + 1], l[32], u[32], e[80];
+	struct gp_dmem_hit *hit = malloc(sizeof(*hit));
+	const char *why;
+	int ret;
+
+	if (!hit)
+		return gp_err(ctx, -ENOSPC,
+			      "gpupool.ko refused %s: dmem.max (region %s) of "
+			      "cgroup %s or of an ancestor would be exceeded; "
+			      "raise that cgroup's dmem.max", a,
+			      GP_CG_DMEM_REGION, gp_cg_show(p, sizeof(p), path));
+	ret = gp_dmem_find(NULL, path, size, hit);
+	if (!ret) {
+		gp_debug(ctx, "dmem: %s: max %llu, current %llu (%u levels)",
+			 hit->file, (unsigned long long)hit->max,
+			 (unsigned long long)hit->current, hit->levels);
+		ret = gp_err(ctx, -ENOSPC,
+			     "gpupool.ko refused %s: cgroup %s would exceed its "
+			     "limit of %s (%s in use; dmem.max, region %s); raise "
+			     "it in %s (a line \"%s SIZE\")", a,
+			     gp_cg_show(p, sizeof(p), hit->path),
+			     gp_fmt_bytes(l, sizeof(l), hit->max),
+			     gp_fmt_bytes(u, sizeof(u), hit->current),
+			     GP_CG_DMEM_REGION, gp_cg_show(f, sizeof(f), hit->file),
+			     GP_CG_DMEM_REGION);
+		free(hit);
+		return ret;
+	}
+	switch (ret) {
+	case -EINVAL:
+		why = "the module named no usable cgroup path";
+		break;
+	case -EXDEV:
+		why = "no cgroup2 mount here shows that cgroup";
+		break;
+	case -ENOMEM:
+		why = "out of memory reading cgroupfs";
+		break;
+	default:
+		why = "none of them is over it now";
+		if (hit->read_error) {
+			snprintf(e, sizeof(e), "reading dmem.max: %s",
+				 strerror(hit->read_error));
+			why = e;
+		}
+		break;
+	}
+	gp_debug(ctx, "dmem: no cgroup over its dmem.max from %s up (%d, %u "
+		 "levels): %s", path, ret, hit->levels, why);
+	ret = gp_err(ctx, -ENOSPC,
+		     "gpupool.ko refused %s: dmem.max (region %s) of cgroup %s "
+		     "or of an ancestor would be exceeded (which one, cgroupfs "
+		     "did not tell: %s); raise that cgroup's dmem.max", a,
+		     GP_CG_DMEM_REGION, gp_cg_show(p, sizeof(p), path), why);
+	free(hit);
+	return ret;
+}
+
+/*
+ * ALLOC failed with ENOSPC: a cgroup limit.  Which cgroup, its limit and
+ * its use at the refusal come from the module (GPUPOOL_CGROUP_LAST_DENIAL);
+ * a module without it (ABI 1.0: ENOTTY) or without a record (ENOENT)
+ * still gets a message, without the figures.  Always -ENOSPC.
+ */
+static int gp_kernel_cgroup_refused(struct gp_ctx *ctx, const char *a,
+				    uint64_t size)
+{
+	char p[GP_CG_SHOW + 1], l[32], u[32];
+	struct gpupool_cgroup cg;
+	char *path = malloc(GP_CG_PATH_MAX);
+	const char *why;
+	int e, ret;
+
+	if (!path)
+		return gp_err(ctx, -ENOSPC,
+			      "gpupool.ko refused %s: a cgroup limit (of this "
+			      "task's cgroup or an ancestor) would be exceeded; "
+			      "raise it with " GP_CG_RAISE " CGROUP SIZE "
+			      GP_CG_OR_DMEM, a);
+	memset(&cg, 0, sizeof(cg));
+	cg.flags = GPUPOOL_CGROUP_LAST_DENIAL;
+	cg.cgroup_fd = -1;
+	cg.path_ptr = (uint64_t)(uintptr_t)path;
+	cg.path_len = GP_CG_PATH_MAX;
+	path[0] = 0;
+	if (ioctl(ctx->kfd, GPUPOOL_IOC_CGROUP, &cg)) {
+		e = errno;
+		switch (e) {
+		case ENOTTY:
+		case EINVAL:
+			why = "this gpupool.ko is older than ABI 1.1";
+			break;
+		case ENOENT:
+			why = "the module kept no record of the refusal";
+			break;
+		default:
+			why = strerror(e);
+			break;
+		}
+		gp_debug(ctx, "GPUPOOL_IOC_CGROUP (LAST_DENIAL): %s", strerror(e));
+		ret = gp_err(ctx, -ENOSPC,
+			     "gpupool.ko refused %s: a cgroup limit (of this "
+			     "task's cgroup or an ancestor) would be exceeded, "
+			     "which one the module did not say (%s); the Cgroup "
+			     "lines of /proc/gpupool show each limit; raise it "
+			     "with " GP_CG_RAISE " CGROUP SIZE " GP_CG_OR_DMEM,
+			     a, why);
+		free(path);
+		return ret;
+	}
+	/* The module NUL-terminates it; one that does not is cut short. */
+	path[GP_CG_PATH_MAX - 1] = 0;
+	gp_debug(ctx, "cgroup refusal: %s, limit %llu, usage %llu, flags %#x",
+		 path, (unsigned long long)cg.limit,
+		 (unsigned long long)cg.usage, cg.flags);
+	if (cg.flags & GPUPOOL_CGROUP_DMEM)
+		ret = gp_kernel_dmem_refused(ctx, a, path, size);
+	else if (cg.limit == GPUPOOL_NO_LIMIT)
+		ret = gp_err(ctx, -ENOSPC,
+			     "gpupool.ko refused %s: cgroup %s would exceed its "
+			     "limit (%s in use); raise it with " GP_CG_RAISE
+			     " %s SIZE " GP_CG_OR_DMEM, a,
+			     gp_cg_show(p, sizeof(p), path),
+			     gp_fmt_bytes(u, sizeof(u), cg.usage), p);
+	else
+		ret = gp_err(ctx, -ENOSPC,
+			     "gpupool.ko refused %s: cgroup %s would exceed its "
+			     "limit of %s (%s in use); raise it with " GP_CG_RAISE
+			     " %s SIZE " GP_CG_OR_DMEM, a,
+			     gp_cg_show(p, sizeof(p), path),
+			     gp_fmt_bytes(l, sizeof(l), cg.limit),
+			     gp_fmt_bytes(u, sizeof(u), cg.usage), p);
+	free(path);
+	return ret;
+}
+
 static int gp_kernel_alloc_error(struct gp_ctx *ctx, int e, uint64_t size)
 {
 	char a[32];
 
 	gp_fmt_bytes(a, sizeof(a), size);
 	switch (e) {
+	case ENOSPC:
+		return gp_kernel_cgroup_refused(ctx, a, size);
 	case EDQUOT:
 		return gp_err(ctx, -ENOMEM,
 			      "gpupool.ko refused %s: this process would exceed the "
