@@ -20,6 +20,17 @@
  *    handle it gave, of length = the chunk_size it said (so a module that
  *    lies about sizes lies consistently); fails when the input says so or
  *    above 1 GiB; otherwise real (anonymous) memory of that length.
+ *  - ALLOC failing with ENOSPC is a cgroup limit: the library must then ask
+ *    GPUPOOL_IOC_CGROUP (GPUPOOL_CGROUP_LAST_DENIAL, cgroup_fd -1, a path
+ *    buffer), and only then; the reply fails (ENOTTY as from a module of
+ *    ABI 1.0, ENOENT, ENAMETOOLONG, ...) or gives any path (honest, or
+ *    filling the whole buffer without a NUL; any bytes: "..", "%n",
+ *    newlines, 4 KiB long, 300 levels deep), any limit and use, the
+ *    GPUPOOL_CGROUP_DMEM flag or not.  With DMEM the library walks cgroupfs
+ *    itself: the open wrapper serves /proc/self/mountinfo (cgroup2 mounts
+ *    at several places, shown roots, escapes, none, junk, unreadable) and
+ *    every dmem.max and dmem.current (values around the request, "max",
+ *    other regions, junk, unreadable) from the input.
  *  - FREE, EXPORT: must name a handle the module gave and nobody freed
  *    (else the library freed twice or made a handle up); EXPORT fails or
  *    gives a chunk descriptor (a memfd of the chunk's size), or a number
@@ -39,7 +50,17 @@
  * inside memory the module mapped for it (its first and last bytes are
  * written too); the library frees only live handles, once; an exported
  * descriptor is one the module gave; gp_host_stats' reserved bytes and
- * segment count are what is mapped.
+ * segment count are what is mapped.  After an allocation the module
+ * refused with ENOSPC, gp_host_alloc() returns -ENOSPC and gp_last_error()
+ * is a printable message under 512 bytes naming gpupool.ko's refusal and a
+ * cgroup: with the module's figures when it gave them, with the walk's
+ * first cgroup over its dmem.max when there is one (else saying cgroupfs
+ * did not tell), without figures when the ioctl failed.  The walk (also
+ * driven alone, through the library's gp_dmem_find()) opens only files
+ * named dmem.max or dmem.current, under the mount point mountinfo gave,
+ * never through a "." or ".." component, and closes every one; what it
+ * names is the first cgroup, from the bottom, whose served dmem.current +
+ * request exceeds its served dmem.max.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -51,7 +72,13 @@
 #include <unistd.h>
 
 #include "gpupool.h"
+#include "cgroupfs.h"	/* the library's walk (internal) */
 #include "fuzz.h"
+
+/* The library's byte formatter (log.c, internal): the figures a message
+ * must show, formatted the same way.
+ */
+const char *gp_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 
 #define DEV_PATH	"/dev/gpupool"
 #define PAGE		4096ull
@@ -61,6 +88,8 @@
 #define MAX_FDS		64
 #define MAX_BUFS	64
 #define MAX_OPS		48
+#define MAX_SERVED	600	/* cgroupfs files served in one walk */
+#define MOUNTINFO	"/proc/self/mountinfo"
 
 int __real_open(const char *path, int flags, ...);
 int __real_open64(const char *path, int flags, ...);
@@ -99,7 +128,36 @@ static struct {
 		bool ours;		/* the harness holds it (closes it) */
 	} fd[MAX_FDS];			/* chunk descriptors, open */
 	unsigned int nr_fds;
+	/* Cgroup refusals. */
+	bool enospc_last;		/* the last device call: ALLOC -> ENOSPC
+					 * (and the CGROUP query after it) */
+	uint64_t alloc_size;		/* what that ALLOC asked for */
+	int cg_rc;			/* the CGROUP reply: 0 or its errno */
+	bool cg_asked;			/* since that ALLOC */
+	bool cg_dmem;
+	uint64_t cg_limit, cg_usage;
+	char cg_path[GP_CG_PATH_MAX + 1];	/* as the library must read it */
+	const char *mnt;		/* mountinfo's cgroup2 mount, when known */
+	unsigned int cgfs_open;		/* served files the library holds */
+	int cgfs_fd[MAX_SERVED];
 } M;
+
+/* The cgroupfs files served since the last reset (kept apart from M,
+ * which is cleared for every input): path, what it said.
+ */
+static struct served {
+	char *path;
+	bool max;			/* dmem.max, else dmem.current */
+	int rc;				/* gp_dmem_value() of the text, or -errno */
+	uint64_t val;
+} served[MAX_SERVED];
+static unsigned int nr_served;
+
+static void served_reset(void)
+{
+	while (nr_served)
+		free(served[--nr_served].path);
+}
 
 /* fd is the fake device file (which is not always open). */
 static bool is_dev(int fd)
@@ -116,7 +174,8 @@ static int fail_with(int e)
 static int pick_errno(void)
 {
 	const int e[] = { EINVAL, ENOMEM, EDQUOT, ENODEV, EINTR, EFAULT, EIO,
-			  ENOTTY, EPERM, EACCES, ENXIO, ENOENT, EAGAIN };
+			  ENOTTY, EPERM, EACCES, ENXIO, ENOENT, EAGAIN, ENOSPC,
+			  ENAMETOOLONG };
 
 	return FZ_PICK(&M.f, e);
 }
@@ -201,6 +260,156 @@ static int dev_open(void)
 	return M.dev_fd;
 }
 
+/* cgroupfs, served ------------------------------------------------------------ */
+
+/* A served file: a memfd holding text, read from its start.  The library
+ * reads one at a time and closes it before the next.
+ */
+static int serve_text(const char *text, size_t len)
+{
+	int fd;
+
+	FZ_ASSERT(M.cgfs_open == 0,
+		  "a cgroupfs file opened while another is still open");
+	fd = memfd_create("fake-cgroupfs", MFD_CLOEXEC);
+	FZ_ASSERT(fd >= 0, "memfd_create: %s", strerror(errno));
+	FZ_ASSERT(!len || write(fd, text, len) == (ssize_t)len, "write: %s",
+		  strerror(errno));
+	FZ_ASSERT(lseek(fd, 0, SEEK_SET) == 0, "lseek");
+	M.cgfs_fd[M.cgfs_open++] = fd;
+	return fd;
+}
+
+static int serve_mountinfo(void)
+{
+	static const struct {
+		const char *text;
+		const char *mnt;	/* where the walk must read; NULL: either */
+	} t[] = {
+		{ "22 1 0:21 / /proc rw,nosuid - proc proc rw\n"
+		  "30 25 0:26 / /fake/cg rw,nosuid,nodev shared:9 - cgroup2 cgroup2 rw,nsdelegate\n",
+		  "/fake/cg" },
+		{ "31 25 0:26 /a /fake/sub rw - cgroup2 cgroup2 rw\n", "/fake/sub" },
+		{ "32 25 0:26 / /fake/c\\040g rw shared:1 - cgroup2 none rw\n", "/fake/c g" },
+		{ "33 1 0:26 / / rw - cgroup2 cgroup2 rw\n", "/" },
+		{ "22 1 0:21 / /proc rw - proc proc rw\n"
+		  "40 25 0:40 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n",
+		  GP_CG_DEFAULT_MOUNT },
+		{ "34 25 0:26 /tenants /fake/t rw - cgroup2 cgroup2 rw\n"
+		  "30 25 0:26 / /fake/cg rw - cgroup2 cgroup2 rw\n", NULL },
+	};
+	char junk[256];
+	unsigned int k = fz_pick(&M.f, FZ_N(t) + 2), n, i;
+
+	if (k < FZ_N(t)) {
+		M.mnt = t[k].mnt;
+		return serve_text(t[k].text, strlen(t[k].text));
+	}
+	M.mnt = NULL;
+	if (k == FZ_N(t)) {
+		M.mnt = GP_CG_DEFAULT_MOUNT;	/* unreadable: the default */
+		return fail_with(fz_u8(&M.f) & 1 ? EACCES : ENOENT);
+	}
+	n = fz_u8(&M.f);			/* junk, any bytes */
+	for (i = 0; i < n && i < sizeof(junk); i++)
+		junk[i] = (char)fz_u8(&M.f);
+	return serve_text(junk, i);
+}
+
+/* Whether path has a "." or ".." component after its first skip bytes. */
+static bool dot_component(const char *path, size_t skip)
+{
+	const char *c = path + skip, *e;
+
+	while (*c) {
+		while (*c == '/')
+			c++;
+		e = strchrnul(c, '/');
+		if ((e - c == 1 && c[0] == '.') ||
+		    (e - c == 2 && c[0] == '.' && c[1] == '.'))
+			return true;
+		c = e;
+	}
+	return false;
+}
+
+static uint64_t walk_req;		/* what the walk is asked about */
+
+static int serve_dmem(const char *path, bool max)
+{
+	const uint64_t r = walk_req;
+	const uint64_t vals[] = { 0, r, r - 1, r + 1, 32 << 20, (32 << 20) - r,
+				  256 << 20, UINT64_MAX, UINT64_MAX - 1 };
+	char text[320];
+	size_t mlen = M.mnt ? strlen(M.mnt) : 0, len;
+	unsigned long long v;
+	struct served *sv;
+	unsigned int i, n;
+
+	if (M.mnt) {
+		FZ_ASSERT(!strncmp(path, M.mnt, mlen) &&
+			  (path[mlen] == '/' || !strcmp(M.mnt, "/")),
+			  "cgroupfs file %s is not under the mount %s", path, M.mnt);
+		FZ_ASSERT(!dot_component(path, mlen),
+			  "the walk follows a dot component: %s", path);
+	}
+	FZ_ASSERT(nr_served < MAX_SERVED, "more than %d cgroupfs files in a walk",
+		  MAX_SERVED);
+	sv = &served[nr_served++];
+	sv->path = strdup(path);
+	FZ_ASSERT(sv->path, "strdup");
+	sv->max = max;
+	sv->val = 0;
+	switch (fz_pick(&M.f, 12)) {
+	case 0: case 1:
+		sv->rc = -ENOENT;
+		return fail_with(ENOENT);
+	case 2:
+		sv->rc = -EACCES;
+		return fail_with(EACCES);
+	case 3:
+		len = (size_t)snprintf(text, sizeof(text), "gpupool max\n");
+		break;
+	case 4:
+		len = (size_t)snprintf(text, sizeof(text), "drm/0000:01:00.0/vram0 %llu\n"
+				       "gpupool %llu", (unsigned long long)fz_u64(&M.f),
+				       (unsigned long long)FZ_PICK_OR_ANY(&M.f, vals));
+		break;
+	case 5:			/* junk, any bytes */
+		n = fz_u8(&M.f) % 64;
+		for (i = 0; i < n; i++)
+			text[i] = (char)fz_u8(&M.f);
+		len = n;
+		break;
+	case 6:			/* a number and then something */
+		len = (size_t)snprintf(text, sizeof(text), "gpupool%c%llu%c\n",
+				       fz_u8(&M.f) & 1 ? '\t' : ' ',
+				       (unsigned long long)FZ_PICK_OR_ANY(&M.f, vals),
+				       (char)(fz_u8(&M.f) | 1));
+		break;
+	case 7:
+		len = 0;
+		break;
+	default:
+		v = FZ_PICK_OR_ANY(&M.f, vals);
+		len = (size_t)snprintf(text, sizeof(text), "gpupool %llu\n", v);
+		break;
+	}
+	text[len < sizeof(text) ? len : sizeof(text) - 1] = 0;
+	/* What the library must make of it: its own parser, on the text up to
+	 * a NUL as it reads it (the walk's logic is what is checked here).
+	 */
+	sv->rc = gp_dmem_value(text, &sv->val);
+	return serve_text(text, len);
+}
+
+static bool ends_with(const char *s, const char *end)
+{
+	size_t n = strlen(s), m = strlen(end);
+
+	return n >= m && !strcmp(s + n - m, end);
+}
+
 #define OPEN_WRAPPER(name, real)					\
 	int name(const char *path, int flags, ...)			\
 	{								\
@@ -209,6 +418,12 @@ static int dev_open(void)
 									\
 		if (!strcmp(path, DEV_PATH))				\
 			return dev_open();				\
+		if (M.active && !strcmp(path, MOUNTINFO))		\
+			return serve_mountinfo();			\
+		if (M.active && ends_with(path, "/dmem.max"))		\
+			return serve_dmem(path, true);			\
+		if (M.active && ends_with(path, "/dmem.current"))	\
+			return serve_dmem(path, false);			\
 		if (flags & (O_CREAT | O_TMPFILE)) {			\
 			va_start(ap, flags);				\
 			mode = va_arg(ap, mode_t);			\
@@ -254,13 +469,20 @@ static int dev_alloc(struct gpupool_alloc *a)
 		  !a->reserved[0] && !a->reserved[1] && !a->reserved[2] &&
 		  !a->reserved[3] && (a->flags || !a->node),
 		  "ALLOC: flags %#x node %u", a->flags, a->node);
+	M.enospc_last = false;
+	M.cg_asked = false;
+	M.alloc_size = a->size;
 	if (fz_pick(&M.f, 6) == 0) {
+		/* A cgroup limit, one time in three; else any errno. */
+		int e = fz_pick(&M.f, 3) == 0 ? ENOSPC : pick_errno();
+
 		k = fz_u8(&M.f);	/* a module that writes on failure */
 		if (k & 1)
 			a->flags = fz_u32(&M.f);
 		if (k & 2)
 			a->size = fz_u64(&M.f);
-		return fail_with(pick_errno());
+		M.enospc_last = e == ENOSPC;
+		return fail_with(e);
 	}
 	if (M.nr_chunks == MAX_CHUNKS)
 		return fail_with(ENOMEM);
@@ -279,12 +501,137 @@ static int dev_alloc(struct gpupool_alloc *a)
 	return 0;
 }
 
+/* A cgroup path as a module might give it, into p (GP_CG_PATH_MAX + 1024
+ * bytes); its length (NULs inside possible).
+ */
+static size_t make_path(char *p)
+{
+	static const char *const fixed[] = {
+		"/", "/tenants/a", "/a/b/c", "", "/a/../b", "a/b", "/a//b/",
+		"/%s%n%x", "/tenants", "/a/./b", "/a/b/c/",
+	};
+	static const char *const names[] = {
+		"a", "b", "c", "tenants", "..", ".", "%n", "x y", "\n", "\\040",
+		"d\x7f", "\xff\xfe",
+	};
+	const size_t cap = GP_CG_PATH_MAX + 1000;
+	size_t len = 0, n, i;
+	unsigned int k = fz_pick(&M.f, FZ_N(fixed) + 4);
+
+	if (k < FZ_N(fixed)) {
+		len = strlen(fixed[k]);
+		memcpy(p, fixed[k], len + 1);
+		return len;
+	}
+	switch (k - FZ_N(fixed)) {
+	case 0:			/* components */
+		n = fz_pick(&M.f, 8) + 1;
+		for (i = 0; i < n; i++) {
+			const char *c = FZ_PICK(&M.f, names);
+
+			p[len++] = '/';
+			memcpy(p + len, c, strlen(c));
+			len += strlen(c);
+		}
+		break;
+	case 1:			/* any bytes */
+		n = fz_u8(&M.f);
+		for (i = 0; i < n; i++)
+			p[len++] = (char)fz_u8(&M.f);
+		break;
+	case 2:			/* long: around the buffer's size */
+		n = (GP_CG_PATH_MAX - 8 + fz_pick(&M.f, 16)) >> (fz_u8(&M.f) & 3);
+		p[len++] = '/';
+		memset(p + len, 'x', n);
+		len += n;
+		break;
+	default:		/* deep: past the walk's limit, sometimes */
+		n = fz_u8(&M.f) + (fz_u8(&M.f) & 1 ? 100 : 0);
+		for (i = 0; i < n && len + 2 < cap; i++) {
+			p[len++] = '/';
+			p[len++] = 'd';
+		}
+		break;
+	}
+	p[len] = 0;
+	return len;
+}
+
+/* GPUPOOL_IOC_CGROUP: the library asks which cgroup refused. */
+static int dev_cgroup(struct gpupool_cgroup *c)
+{
+	const uint64_t limits[] = { GPUPOOL_NO_LIMIT, 32 << 20, 256 << 20, 0, 1,
+				    M.alloc_size, 1ull << 40 };
+	const int errs[] = { ENOTTY, ENOENT, ENOENT, EINVAL, ENAMETOOLONG,
+			     EFAULT, EPERM, ENOMEM, EINTR };
+	char *buf = (char *)(uintptr_t)c->path_ptr;
+	uint32_t len = c->path_len;
+	static char p[GP_CG_PATH_MAX + 1024];
+	size_t plen, n;
+
+	FZ_ASSERT(M.enospc_last && !M.cg_asked,
+		  "GPUPOOL_IOC_CGROUP asked, but not right after an ALLOC refused with ENOSPC");
+	FZ_ASSERT(c->flags == GPUPOOL_CGROUP_LAST_DENIAL && c->cgroup_fd == -1 &&
+		  !c->limit && !c->usage && !c->chunks && !c->cgroup_id &&
+		  !c->denials && !c->pad && !c->reserved[0] && !c->reserved[1] &&
+		  !c->reserved[2] && !c->reserved[3] && buf && len,
+		  "CGROUP: flags %#x fd %d path %p/%u", c->flags, c->cgroup_fd,
+		  (void *)buf, len);
+	M.cg_asked = true;
+	served_reset();
+	walk_req = M.alloc_size;
+	M.mnt = NULL;
+	if (fz_pick(&M.f, 5) == 0) {
+		/* Refused; a module that scribbles on the way. */
+		if (fz_u8(&M.f) & 1) {
+			memset(buf, 'Z', fz_u8(&M.f) % len + 1);
+			c->flags |= GPUPOOL_CGROUP_DMEM;
+			c->limit = fz_u64(&M.f);
+		}
+		M.cg_rc = FZ_PICK(&M.f, errs);
+		return fail_with(M.cg_rc);
+	}
+	plen = make_path(p);
+	if (fz_pick(&M.f, 4)) {		/* as the module: NUL-terminated */
+		if (plen + 1 > len) {
+			M.cg_rc = ENAMETOOLONG;
+			return fail_with(M.cg_rc);
+		}
+		memcpy(buf, p, plen + 1);
+	} else {			/* no NUL: the buffer full */
+		n = plen < len ? plen : len;
+		memcpy(buf, p, n);
+		memset(buf + n, 'L', len - n);
+	}
+	/* What the library reads: up to a NUL, the buffer's last byte at most. */
+	n = strnlen(buf, len - 1);
+	n = n < sizeof(M.cg_path) - 1 ? n : sizeof(M.cg_path) - 1;
+	memcpy(M.cg_path, buf, n);
+	M.cg_path[n] = 0;
+	M.cg_dmem = fz_u8(&M.f) & 1;
+	c->flags = GPUPOOL_CGROUP_LAST_DENIAL | (M.cg_dmem ? GPUPOOL_CGROUP_DMEM : 0) |
+		   (fz_u8(&M.f) & 1 ? 1u << 9 : 0);	/* a flag of the future */
+	c->limit = M.cg_dmem && fz_pick(&M.f, 4) ? GPUPOOL_NO_LIMIT :
+		   FZ_PICK_OR_ANY(&M.f, limits);
+	c->usage = fz_pick(&M.f, 3) ? c->limit - M.alloc_size / 2 : fz_u64(&M.f);
+	c->chunks = fz_u64(&M.f);
+	c->cgroup_id = fz_u64(&M.f);
+	c->denials = fz_u64(&M.f);
+	if (fz_pick(&M.f, 8) == 0)
+		c->reserved[fz_pick(&M.f, 4)] = fz_u64(&M.f);
+	M.cg_limit = c->limit;
+	M.cg_usage = c->usage;
+	M.cg_rc = 0;
+	return 0;
+}
+
 static int dev_free(const struct gpupool_free *fr)
 {
 	struct chunk *c = chunk_of(fr->handle);
 
 	FZ_ASSERT(c, "FREE of handle %#llx, which is not live",
 		  (unsigned long long)fr->handle);
+	M.enospc_last = false;
 	c->live = false;
 	return fz_pick(&M.f, 8) ? 0 : fail_with(pick_errno());
 }
@@ -296,6 +643,7 @@ static int dev_export(struct gpupool_export *x)
 
 	FZ_ASSERT(c, "EXPORT of handle %#llx, which is not live",
 		  (unsigned long long)x->handle);
+	M.enospc_last = false;
 	switch (fz_pick(&M.f, 6)) {
 	case 0:
 		return fail_with(pick_errno());
@@ -342,6 +690,7 @@ int __wrap_ioctl(int fd, unsigned long req, ...)
 	case GPUPOOL_IOC_ALLOC: return dev_alloc(arg);
 	case GPUPOOL_IOC_FREE: return dev_free(arg);
 	case GPUPOOL_IOC_EXPORT: return dev_export(arg);
+	case GPUPOOL_IOC_CGROUP: return dev_cgroup(arg);
 	default: return fail_with(ENOTTY);	/* STATS: the library never asks */
 	}
 }
@@ -354,6 +703,7 @@ void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 
 	if (!is_dev(fd) && !cf)
 		return __real_mmap(addr, len, prot, flags, fd, off);
+	M.enospc_last = false;
 	if (!(flags & MAP_SHARED) || fz_pick(&M.f, 10) == 0) {
 		errno = fz_u8(&M.f) & 1 ? ENOMEM : EINVAL;
 		return MAP_FAILED;
@@ -403,6 +753,11 @@ int __wrap_close(int fd)
 	}
 	if (cf)
 		*cf = M.fd[--M.nr_fds];
+	for (i = 0; M.active && i < M.cgfs_open; i++)
+		if (M.cgfs_fd[i] == fd) {
+			M.cgfs_fd[i] = M.cgfs_fd[--M.cgfs_open];
+			break;
+		}
 	return __real_close(fd);
 }
 
@@ -435,6 +790,102 @@ static void check_buf(struct gp_ctx *ctx, void *p, size_t size, bool shared)
 	bufs[nr_bufs++].shared = shared;
 }
 
+/*
+ * The walk's verdict from what was served: the index of the first
+ * dmem.max, from the bottom, that the walk should name (its dmem.current
+ * follows it), or -1.  Checks the order too: after a finite dmem.max the
+ * walk reads that cgroup's dmem.current at once, and it stops at the
+ * first cgroup over its limit.
+ */
+static int walk_oracle(void)
+{
+	unsigned int i;
+	size_t n;
+
+	for (i = 0; i < nr_served; i++) {
+		if (!served[i].max || served[i].rc || served[i].val == UINT64_MAX)
+			continue;
+		FZ_ASSERT(i + 1 < nr_served && !served[i + 1].max,
+			  "%s read, but not the dmem.current beside it", served[i].path);
+		n = strlen(served[i].path) - strlen("dmem.max");
+		FZ_ASSERT(!strncmp(served[i].path, served[i + 1].path, n),
+			  "%s read after %s", served[i + 1].path, served[i].path);
+		if (served[i + 1].rc)
+			continue;
+		if (walk_req > served[i].val ||
+		    served[i + 1].val > served[i].val - walk_req) {
+			FZ_ASSERT(i + 2 == nr_served,
+				  "the walk went on past %s, which is over", served[i].path);
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* A message for gp_last_error(): under 512 bytes, no control characters. */
+static void check_message(const char *msg)
+{
+	size_t i, n = strnlen(msg, 512);
+
+	FZ_ASSERT(n < 512, "a message of %zu bytes", n);
+	for (i = 0; i < n; i++)
+		FZ_ASSERT((unsigned char)msg[i] >= 0x20 && msg[i] != 0x7f,
+			  "byte %#x at %zu in: %s", (unsigned char)msg[i], i, msg);
+}
+
+static void check_says(const char *msg, const char *what)
+{
+	FZ_ASSERT(strstr(msg, what), "no \"%s\" in: %s", what, msg);
+}
+
+/* gp_host_alloc() failed after the module refused with ENOSPC. */
+static void check_cgroup_refusal(struct gp_ctx *ctx, int rc)
+{
+	const char *msg = gp_last_error(ctx);
+	char want[600], l[32], u[32];
+	int hit;
+
+	FZ_ASSERT(rc == -ENOSPC, "ALLOC refused with ENOSPC, gp_host_alloc: %d", rc);
+	FZ_ASSERT(M.cg_asked, "ENOSPC, and the library did not ask which cgroup");
+	FZ_ASSERT(M.cgfs_open == 0, "%u cgroupfs files left open", M.cgfs_open);
+	check_message(msg);
+	check_says(msg, "gpupool.ko refused ");
+	check_says(msg, "cgroup");
+	if (M.cg_rc) {
+		check_says(msg, "which one the module did not say");
+		return;
+	}
+	if (M.cg_dmem) {
+		hit = walk_oracle();
+		if (hit < 0) {
+			FZ_ASSERT(strstr(msg, "cgroupfs did not tell"),
+				  "the walk named a cgroup none was over: %s", msg);
+			return;
+		}
+		snprintf(want, sizeof(want), "would exceed its limit of %s (%s in use; dmem.max",
+			 gp_fmt_bytes(l, sizeof(l), served[hit].val),
+			 gp_fmt_bytes(u, sizeof(u), served[hit + 1].val));
+		check_says(msg, want);
+		return;
+	}
+	if (M.cg_limit == GPUPOOL_NO_LIMIT)
+		snprintf(want, sizeof(want), "would exceed its limit (%s in use)",
+			 gp_fmt_bytes(u, sizeof(u), M.cg_usage));
+	else
+		snprintf(want, sizeof(want), "would exceed its limit of %s (%s in use)",
+			 gp_fmt_bytes(l, sizeof(l), M.cg_limit),
+			 gp_fmt_bytes(u, sizeof(u), M.cg_usage));
+	check_says(msg, want);
+	/* A plain, short path is shown as it is. */
+	if (M.cg_path[0] && strlen(M.cg_path) < 100 &&
+	    !strpbrk(M.cg_path, "\n\x7f\x01\x02\x1b")) {
+		snprintf(want, sizeof(want), "cgroup %s would exceed", M.cg_path);
+		if (strspn(M.cg_path, "/abcdefghijklmnopqrstuvwxyz.% ") ==
+		    strlen(M.cg_path))
+			check_says(msg, want);
+	}
+}
+
 static void op_alloc(struct gp_ctx *ctx)
 {
 	const uint64_t sizes[] = { 1, 100, 512, 4096, 4097, 1 << 20, (1 << 20) + 1,
@@ -451,6 +902,62 @@ static void op_alloc(struct gp_ctx *ctx)
 		FZ_ASSERT(rc == -EINVAL, "alloc(%zu, %#x): %d", size, fl, rc);
 	if (!rc)
 		check_buf(ctx, p, size, fl & GP_HOST_SHARED);
+	else if (M.enospc_last)
+		check_cgroup_refusal(ctx, rc);
+	M.enospc_last = false;
+	served_reset();
+}
+
+/* The walk alone: gp_dmem_find() on a path and a request of the input's. */
+static void op_walk(void)
+{
+	const uint64_t reqs[] = { PAGE, 2 << 20, 32 << 20, 0, UINT64_MAX };
+	static char path[GP_CG_PATH_MAX + 1024];
+	struct gp_dmem_hit *hit = malloc(sizeof(*hit));
+	bool valid;
+	size_t hl;
+	int rc, i;
+
+	FZ_ASSERT(hit, "malloc");
+	make_path(path);	/* what the library sees: up to a NUL */
+	valid = path[0] == '/' && strlen(path) < GP_CG_PATH_MAX &&
+		!dot_component(path, 0);
+	walk_req = FZ_PICK_OR_ANY(&M.f, reqs);
+	served_reset();
+	M.mnt = NULL;
+	rc = gp_dmem_find(NULL, path, walk_req, hit);
+	FZ_ASSERT(M.cgfs_open == 0, "%u cgroupfs files left open", M.cgfs_open);
+	FZ_ASSERT(valid || rc == -EINVAL, "gp_dmem_find(%s): %d", path, rc);
+	FZ_ASSERT(rc != -EINVAL || !nr_served, "an invalid path walked");
+	i = walk_oracle();
+	switch (rc) {
+	case 0:
+		FZ_ASSERT(i >= 0, "gp_dmem_find named %s, none is over", hit->path);
+		FZ_ASSERT(hit->max == served[i].val && hit->current == served[i + 1].val &&
+			  !strcmp(hit->file, served[i].path),
+			  "gp_dmem_find: %s %llu/%llu, served %s %llu/%llu", hit->file,
+			  (unsigned long long)hit->current, (unsigned long long)hit->max,
+			  served[i].path, (unsigned long long)served[i + 1].val,
+			  (unsigned long long)served[i].val);
+		hl = strlen(hit->path);
+		FZ_ASSERT(hit->path[0] == '/' && !strncmp(path, hit->path, hl) &&
+			  (hl == 1 || path[hl] == '/' || !path[hl]),
+			  "gp_dmem_find named %s, no ancestor of %s", hit->path, path);
+		FZ_ASSERT(hit->levels <= GP_CG_MAX_DEPTH, "%u levels", hit->levels);
+		break;
+	case -ENOENT:
+		FZ_ASSERT(i < 0, "gp_dmem_find found none, %s is over", served[i].path);
+		FZ_ASSERT(hit->levels <= GP_CG_MAX_DEPTH, "%u levels", hit->levels);
+		break;
+	case -EINVAL:
+	case -EXDEV:
+		FZ_ASSERT(!nr_served, "gp_dmem_find: %d after reading files", rc);
+		break;
+	default:
+		FZ_FAIL("gp_dmem_find: %d", rc);
+	}
+	served_reset();
+	free(hit);
 }
 
 static void *pick_bogus(void)
@@ -596,13 +1103,14 @@ static void run(void)
 		return;
 	}
 	for (n = 0; n < MAX_OPS && fz_more(&M.f); n++) {
-		switch (fz_pick(&M.f, 12)) {
+		switch (fz_pick(&M.f, 13)) {
 		case 0: case 1: case 2: case 3: op_alloc(ctx); break;
 		case 4: case 5: op_free(ctx); break;
 		case 6: op_export(ctx); break;
 		case 7: op_import(ctx); break;
 		case 8: op_close_fd(); break;
 		case 9: FZ_ASSERT(gp_host_trim(ctx, NULL) == 0, "trim"); break;
+		case 10: op_walk(); break;
 		default: op_stats(ctx); break;
 		}
 		op_stats(ctx);
@@ -640,6 +1148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	M.active = true;
 	nr_bufs = 0;
 	run();
+	served_reset();
 	M.active = false;
 	return 0;
 }
