@@ -18,7 +18,12 @@ GP_HOST_SHARED = 1 << 0
 
 
 class GpupoolError(OSError):
-    """A libgpupool call failed: errno plus the library's own message."""
+    """A libgpupool call failed: errno plus the library's own message.
+
+    e.errno ENOMEM: no room (the pool, host_limit, RLIMIT_MEMLOCK, the
+    module's per_process_limit); ENOSPC: a cgroup limit of gpupool.ko
+    refused the memory, and the message names the cgroup, its limit and
+    its use (docs/library.md, "Errors of gp_host_alloc")."""
 
 
 class _Options(ctypes.Structure):
