@@ -190,7 +190,9 @@ int gp_info(struct gp_ctx *ctx, struct gp_info *info);
  * CUDA is usable.  The contents are not zeroed on reuse.  *ptr is owned by
  * the caller and released with gp_host_free().  Errors: -EINVAL (size 0,
  * unknown flags), -ENOMEM (limit reached or the system refused: see
- * gp_last_error()), -EIO (cudaHostRegister failed).
+ * gp_last_error()), -ENOSPC (kernel backend: a cgroup's limit on the
+ * pool; gp_last_error() names the cgroup, its limit and its use), -EIO
+ * (cudaHostRegister failed).
  */
 int gp_host_alloc(struct gp_ctx *ctx, size_t size, unsigned int flags,
 		  void **ptr);

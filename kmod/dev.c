@@ -129,9 +129,15 @@ static int gp_alloc_charge(struct gp_file *f, u64 size, struct gp_charge *ch)
 		return ret;
 	ret = gp_cg_charge(size, ch, &d);
 	if (ret == -ENOSPC) {
-		pr_info_ratelimited("pid %d (%s): allocation of %llu kB refused by a cgroup limit (%llu kB, %llu kB in use)\n",
-				    task_tgid_vnr(current), current->comm,
-				    size >> 10, d.limit >> 10, d.usage >> 10);
+		if (d.dmem)
+			pr_info_ratelimited("pid %d (%s): allocation of %llu kB refused by a dmem.max on its cgroup's path\n",
+					    task_tgid_vnr(current),
+					    current->comm, size >> 10);
+		else
+			pr_info_ratelimited("pid %d (%s): allocation of %llu kB refused by a cgroup limit (%llu kB, %llu kB in use)\n",
+					    task_tgid_vnr(current),
+					    current->comm, size >> 10,
+					    d.limit >> 10, d.usage >> 10);
 		gp_file_note_denial(f, &d);
 	}
 	if (ret)
