@@ -26,7 +26,7 @@ pass=0 fail=0 n=0
 . "$top/scripts/tap.sh"
 ver=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version 2>/dev/null)
 prev="$ver~prev"
-pkgs="gpupool-dkms gpupool-tools libgpupool1 libgpupool-dev python3-gpupool"
+pkgs="gpupool-dkms gpupool-tools libgpupool1 libgpupool-dev python3-gpupool slurm-gpupool"
 
 skip() {
 	echo "deb: SKIP: $*"
@@ -159,6 +159,23 @@ ok $r "hello_pool built with the installed pkg-config file runs (user backend)"
 # Byte-compiles, as an import by root does: purge must remove that too.
 env -u PYTHONDONTWRITEBYTECODE /usr/bin/python3 -c 'import gpupool; print(gpupool.__file__)' >> "$log" 2>&1
 ok $? "python3 imports the installed gpupool"
+# The SPANK plugin where Debian's Slurm finds it (PluginDir), loaded by
+# sbatch from a plugstack.conf naming it as the example does (by name):
+# --gpupool in its help, a share above max= refused at submission.
+sp=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/slurm-wlm/gpupool.so
+mkdir -p "$work/slurm"
+printf '%s\n' "ClusterName=debcheck" "SlurmctldHost=localhost" \
+	"PlugStackConfig=$work/slurm/plugstack.conf" "NodeName=localhost CPUs=1" \
+	"PartitionName=p Nodes=localhost Default=YES" > "$work/slurm/slurm.conf"
+sed -n 's/^#\(optional gpupool\.so\).*/required gpupool.so max=1G/p' \
+	/etc/slurm/plugstack.conf.d/gpupool.conf > "$work/slurm/plugstack.conf"
+r=0
+[ -f "$sp" ] && grep -q . "$work/slurm/plugstack.conf" || r=1
+SLURM_CONF=$work/slurm/slurm.conf sbatch --help 2>&1 | grep -q -- '--gpupool=SIZE' || r=1
+SLURM_CONF=$work/slurm/slurm.conf sbatch --gpupool=2G --wrap true > "$work/slurm/out" 2>&1 && r=1
+grep -q 'max=1G' "$work/slurm/out" || r=1
+[ $r -eq 0 ] || sed 's/^/# /' "$work/slurm/plugstack.conf" "$work/slurm/out"
+ok $r "slurm-gpupool: $sp loads in sbatch (--gpupool, max= refuses 2G)"
 
 # --- the VMs -----------------------------------------------------------------
 for k in "$@"; do
