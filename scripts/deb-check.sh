@@ -145,6 +145,8 @@ dkms status -m gpupool -v "$prev" 2>/dev/null | grep -q . && r=1
 ok $r "dkms status: gpupool/$ver built and installed for $*; $prev gone"
 getent group gpupool > /dev/null
 ok $? "the gpupool group exists"
+/usr/bin/python3 "$top/scripts/cdi-check.py" --file /etc/cdi/gpupool.json --packaged
+ok $? "postinst wrote /etc/cdi/gpupool.json: valid (CDI schema), root:gpupool 0660"
 grep -q '^#options gpupool pool_size' /etc/modprobe.d/gpupool.conf
 ok $? "/etc/modprobe.d/gpupool.conf installed"
 
