@@ -346,12 +346,13 @@ static const char *ctl_status(int rc)
 
 /*
  * In each task, as root, once the task is in the job's cgroup and before
- * it runs the user's program: set the job's limit (the first task of the
- * node does; the others find it set by their node's slurmstepd).
+ * it runs the user's program: set the job's limit.  Every task does (the
+ * same value again): the tasks of a node start side by side, and none may
+ * run its program before the limit is there.
  */
 EXPORT int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 {
-	uint32_t jobid = 0, taskid = 0;
+	uint32_t jobid = 0;
 	uint64_t share = gp.req ? gp.req : gp.def;
 	char size[32], a[32], b[32];
 	int rc, present;
@@ -360,8 +361,6 @@ EXPORT int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	(void)ac;
 	(void)av;
 	if (!share)
-		return 0;
-	if (spank_get_item(sp, S_TASK_ID, &taskid) == ESPANK_SUCCESS && taskid)
 		return 0;
 	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS) {
 		slurm_error("gpupool: no job id");

@@ -128,12 +128,12 @@ jobs_known() { scontrol -o show jobs 2>/dev/null | grep -c '^JobId='; }
 cg_line() { grep "^Cgroup: .*/$1\$" /proc/gpupool; }
 
 # --- 1. within its share ------------------------------------------------------
-srun -N1 -n1 --gpupool=64M sh -c 'echo JOB=$SLURM_JOB_ID; exec '"$take"' 32M' \
+srun -N1 -n2 --gpupool=64M sh -c 'echo JOB=$SLURM_JOB_ID; exec '"$take"' 32M' \
 	> $W/o1 2>&1
 rc=$?
 show $W/o1
-check "a job within its share (--gpupool=64M, 32M) allocates" \
-	grep -q "^pool_take: ok 33554432 in /system.slice/.*_slurmstepd.scope/job_[0-9]*/" $W/o1
+check "a job of two tasks within its share (--gpupool=64M, 32M each) allocates" \
+	[ "$(grep -c "^pool_take: ok 33554432 in /system.slice/.*_slurmstepd.scope/job_[0-9]*/" $W/o1)" = 2 ]
 [ $rc -eq 0 ] || echo "# srun: exit status $rc"
 
 # --- 2. above its share: ENOSPC naming the job's cgroup ------------------------
