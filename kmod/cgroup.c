@@ -193,6 +193,18 @@ out_free:
 }
 
 /*
+ * Has cgrp been removed (rmdir)?  What the kernel's cgroup_is_dead() asks,
+ * which modules cannot call: cgroup_destroy_locked() takes CSS_ONLINE off
+ * a cgroup's self.  Not css_is_dying(): in newer kernels (6.12's) it
+ * tests CSS_DYING, which only controllers' states get, never a cgroup's
+ * self, so a removed cgroup's entry would never go.
+ */
+static bool gp_cgroup_removed(struct cgroup *cgrp)
+{
+	return !(READ_ONCE(cgrp->self.flags) & CSS_ONLINE);
+}
+
+/*
  * Let go of the entries of removed cgroups: each loses its kept reference
  * and its limit (no task can be in a removed cgroup, so no ALLOC can meet
  * that limit again); an entry that still has chunks charged stays until
@@ -208,7 +220,7 @@ static void gp_cg_prune(void)
 
 	spin_lock(&gp_cg_lock);
 	hash_for_each_safe(gp_cg_hash, bkt, tmp, e, hnode) {
-		if (!e->kept || !css_is_dying(&e->cgrp->self))
+		if (!e->kept || !gp_cgroup_removed(e->cgrp))
 			continue;
 		e->kept = false;
 		e->refs--;
