@@ -23,7 +23,6 @@ export SLURM_CONF=$W/slurm.conf
 
 n=0 pass=0 fail=0 skip=0 xfail=0
 ok()   { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $*"; }
-xfl()  { n=$((n + 1)); xfail=$((xfail + 1)); echo "ok $n $* # XFAIL"; }
 nok()  { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $*"; }
 skp()  { n=$((n + 1)); skip=$((skip + 1)); echo "ok $n # SKIP $*"; }
 check() {	# check NAME COMMAND...: ok when COMMAND succeeds
@@ -203,14 +202,8 @@ check "  after scancel its charges are gone and Slurm removed job_$j" \
 	sh -c "{ [ $gone = 1 ] || echo '$after' | grep -q '^Cgroup: 0 0 '; } &&
 	       ! echo '$dirs' | grep -q '/job_$j\$'"
 # The limit goes with the cgroup (the module prunes removed cgroups' limits).
-# On 6.12 the module keeps them: kmod/cgroup.c's prune asks
-# css_is_dying(&cgrp->self), which there tests CSS_DYING, a flag only a
-# controller's css gets (6.1 tested the reference count).  Harmless (no
-# task can join a removed cgroup) but listed: expected to fail until fixed.
 if [ $gone = 1 ]; then
 	ok "  after scancel no Cgroup line names job_$j (limit and charges gone)"
-elif echo "$after" | grep -q '^Cgroup: 0 0 [0-9]'; then
-	xfl "  after scancel no Cgroup line names job_$j: the removed cgroup keeps its limit in /proc/gpupool (kmod/cgroup.c's prune on this kernel)"
 else
 	nok "  after scancel no Cgroup line names job_$j ($after)"
 fi
