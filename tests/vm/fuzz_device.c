@@ -11,10 +11,14 @@
  * random offsets, lengths, protections and MAP_PRIVATE; munmap, mremap,
  * mprotect, madvise on those mappings, partial and whole; fork children
  * that use and drop what they inherited; chunk fds passed over a UNIX
- * socket; and SIGKILL at random points (the driver kills and replaces
- * workers).  What must hold: no worker dies of anything but our SIGKILL,
- * the kernel log stays clean (the VM's judge), and once everyone is gone
- * the pool is entirely free again.
+ * socket; GPUPOOL_IOC_CGROUP with random flags, limits, path buffers and
+ * fds (bad ones, and the directories of a few test cgroups, so that limits
+ * really get set and cleared and ALLOCs refused with ENOSPC) while the
+ * workers move themselves between those cgroups; and SIGKILL at random
+ * points (the driver kills and replaces workers).  What must hold: no
+ * worker dies of anything but our SIGKILL, the kernel log stays clean (the
+ * VM's judge), and once everyone is gone the pool is entirely free again
+ * and no cgroup has anything charged.
  *
  * GPUPOOL_FUZZ_SEED=N replays a run's operation streams (the seed is always
  * printed; every worker's seed derives from it in order); the interleaving
@@ -31,7 +35,7 @@
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
-#include "pool_lib.h"
+#include "cgroup_lib.h"
 
 #define NR_WORKERS	4
 #define MAX_FDS		8
@@ -39,12 +43,18 @@
 #define MAX_MAPS	32
 #define MAX_EXPORTS	16
 #define SHARED_HANDLES	64
+#define NR_CGFDS	5
+
+/* The test cgroups (below the root of cg_setup()'s subtree). */
+static struct cg_env fz_env;
+static const char *const fz_cgroups[] = { "f0", "f1", "f1/g" };
 
 /* Shared between the driver and every worker (MAP_SHARED). */
 struct shared {
 	atomic_ullong ops;
 	atomic_ullong handles[SHARED_HANDLES];	/* anyone's live handles */
 	atomic_int stop;
+	atomic_ullong cg_calls, limits_set, enospc;
 };
 
 struct chunk { int fd; uint64_t handle, size; };
@@ -61,6 +71,7 @@ struct worker {
 	int nr_maps;
 	int exports[MAX_EXPORTS], nr_exports;
 	int sock[2];
+	int cgfds[NR_CGFDS];	/* the root, the base, fz_cgroups */
 };
 
 static uint64_t rnd(uint64_t *s)
@@ -164,7 +175,12 @@ static void op_alloc(struct worker *w)
 	a.pad = (uint32_t)fuzz_reserved(w);
 	a.reserved[pick(w, 4)] = fuzz_reserved(w);
 	a.handle = rnd(&w->rng);	/* out fields: garbage in must not matter */
-	if (ioctl(fd, GPUPOOL_IOC_ALLOC, &a) || w->nr_chunks == MAX_CHUNKS)
+	if (ioctl(fd, GPUPOOL_IOC_ALLOC, &a)) {
+		if (errno == ENOSPC)
+			atomic_fetch_add(&w->sh->enospc, 1);
+		return;
+	}
+	if (w->nr_chunks == MAX_CHUNKS)
 		return;
 	w->chunks[w->nr_chunks].fd = fd;
 	w->chunks[w->nr_chunks].handle = a.handle;
@@ -202,7 +218,9 @@ static void op_stats_version(struct worker *w)
 		memset(&v, 0, sizeof(v));
 		v.flags = fuzz_flags(w, 0);
 		v.pad = (uint32_t)fuzz_reserved(w);
-		v.reserved[pick(w, 4)] = fuzz_reserved(w);
+		v.reserved[pick(w, 3)] = fuzz_reserved(w);
+		if (!pick(w, 8))
+			v.features = fuzz_reserved(w);
 		ioctl(any_fd(w), GPUPOOL_IOC_VERSION, pick(w, 16) ? (void *)&v :
 		      (void *)(uintptr_t)bad_ptr[pick(w, 6)]);
 		return;
@@ -381,6 +399,76 @@ static void op_vma(struct worker *w)
 	}
 }
 
+/*
+ * GPUPOOL_IOC_CGROUP: queries, limits set and cleared (on the test cgroups,
+ * the root and the base), LAST_DENIAL, with every field fuzzed; or a move
+ * of this worker to another cgroup.
+ */
+static void op_cgroup(struct worker *w)
+{
+	static const uint64_t limits[] = {
+		0, 1, 4095, 4096, 64 * KiB, 256 * KiB, MiB, 2 * MiB, 4 * MiB,
+		8 * MiB, 32 * MiB, 1ull << 40, GPUPOOL_NO_LIMIT,
+		GPUPOOL_NO_LIMIT - 1, 1ull << 63,
+	};
+	static const uint64_t bad_ptr[] = {
+		1, 4096, 0xffff888000000000ull, ~0ull - 7, 0x7ffffffff000ull,
+	};
+	struct gpupool_cgroup c;
+	char path[128];
+	int ret;
+
+	if (!pick(w, 4)) {	/* move: to the root or a test cgroup */
+		uint64_t i = pick(w, 4);
+
+		cg_move(&fz_env, i ? fz_cgroups[i - 1] : NULL, 0);
+		return;
+	}
+	memset(&c, 0, sizeof(c));
+	switch (pick(w, 8)) {
+	case 0: case 1: break;
+	case 2: case 3: case 4: c.flags = GPUPOOL_CGROUP_SET_LIMIT; break;
+	case 5: c.flags = GPUPOOL_CGROUP_CLEAR_LIMIT; break;
+	case 6: c.flags = GPUPOOL_CGROUP_LAST_DENIAL; break;
+	default: c.flags = fuzz_flags(w, GPUPOOL_CGROUP_VALID_FLAGS); break;
+	}
+	if (c.flags == GPUPOOL_CGROUP_LAST_DENIAL && pick(w, 4))
+		c.cgroup_fd = -1;
+	else if (pick(w, 8))
+		c.cgroup_fd = w->cgfds[pick(w, NR_CGFDS)];
+	else
+		c.cgroup_fd = pick(w, 2) ? -1 : any_fd(w);
+	if ((c.flags & GPUPOOL_CGROUP_SET_LIMIT) || !pick(w, 16))
+		c.limit = pick(w, 8) ? limits[pick(w, sizeof(limits) /
+					     sizeof(limits[0]))] :
+			  rnd(&w->rng);
+	switch (pick(w, 4)) {
+	case 0:
+		break;
+	case 1:		/* maybe too small: never past our buffer */
+		c.path_ptr = (uintptr_t)path;
+		c.path_len = (uint32_t)pick(w, sizeof(path) + 1);
+		break;
+	case 2:
+		c.path_ptr = bad_ptr[pick(w, 5)];
+		c.path_len = (uint32_t)(pick(w, 2) ? 256 : rnd(&w->rng));
+		break;
+	default:
+		c.path_ptr = (uintptr_t)path;
+		c.path_len = sizeof(path);
+		break;
+	}
+	c.pad = (uint32_t)fuzz_reserved(w);
+	c.reserved[pick(w, 4)] = fuzz_reserved(w);
+	if (!pick(w, 16))	/* out fields set on the way in */
+		c.usage = rnd(&w->rng);
+	ret = ioctl(any_fd(w), GPUPOOL_IOC_CGROUP, pick(w, 32) ? (void *)&c :
+		    (void *)(uintptr_t)bad_ptr[pick(w, 5)]);
+	atomic_fetch_add(&w->sh->cg_calls, 1);
+	if (!ret && (c.flags & GPUPOOL_CGROUP_SET_LIMIT))
+		atomic_fetch_add(&w->sh->limits_set, 1);
+}
+
 /* A child inherits everything, uses a bit of it, and goes (or is killed). */
 static void op_fork(struct worker *w)
 {
@@ -469,9 +557,16 @@ static int worker_main(struct shared *sh, uint64_t seed, uint64_t max_ops)
 
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, w.sock))
 		return 20;
+	w.cgfds[0] = cg_open(&fz_env, NULL);
+	w.cgfds[1] = cg_open(&fz_env, "");
+	for (n = 0; n < 3; n++)
+		w.cgfds[2 + n] = cg_open(&fz_env, fz_cgroups[n]);
+	for (n = 0; n < NR_CGFDS; n++)
+		if (w.cgfds[n] < 0)
+			return 21;
 	pthread_create(&th, NULL, racer, &w);
 	for (n = 0; n < max_ops && !atomic_load(&sh->stop); n++) {
-		switch (pick(&w, 20)) {
+		switch (pick(&w, 21)) {
 		case 0: case 1: op_open_close(&w); break;
 		case 2: case 3: case 4: case 5: op_alloc(&w); break;
 		case 6: case 7: case 8: op_free(&w); break;
@@ -481,6 +576,7 @@ static int worker_main(struct shared *sh, uint64_t seed, uint64_t max_ops)
 		case 13: case 14: case 15: op_mmap(&w); break;
 		case 16: case 17: op_vma(&w); break;
 		case 18: if (pick(&w, 20) == 0) op_fork(&w); else op_alloc(&w); break;
+		case 19: op_cgroup(&w); break;
 		default: op_pass_fd(&w); break;
 		}
 		atomic_fetch_add(&sh->ops, 1);
@@ -508,6 +604,7 @@ FIXTURE_SETUP(fz)
 
 FIXTURE_TEARDOWN(fz)
 {
+	cg_teardown(&fz_env);
 }
 
 TEST_F_TIMEOUT(fz, fuzz, 900)
@@ -518,6 +615,7 @@ TEST_F_TIMEOUT(fz, fuzz, 900)
 	struct gpupool_pool_stats s;
 	pid_t pid[NR_WORKERS];
 	struct shared *sh;
+	const char *text;
 	time_t end;
 	int i, st, kills = 0, bad = 0, spawned = 0;
 
@@ -525,7 +623,11 @@ TEST_F_TIMEOUT(fz, fuzz, 900)
 	ksft_print_msg("fuzz_device: seed %llu (GPUPOOL_FUZZ_SEED=%llu reproduces), %llu ops, %llu s\n",
 		       (unsigned long long)seed, (unsigned long long)seed,
 		       (unsigned long long)max_ops, (unsigned long long)secs);
-	ASSERT_EQ(0, gp_load_1("pool_size=32M max_size=64M"));
+	/* The module's own limits, so that SET_LIMIT works on every kernel. */
+	ASSERT_EQ(0, gp_load_1("pool_size=32M max_size=64M cgroup_limits=module"));
+	ASSERT_EQ(0, cg_setup(&fz_env, "fuzz", 0));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, cg_make(&fz_env, fz_cgroups[i]));
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, sh);
@@ -576,10 +678,16 @@ TEST_F_TIMEOUT(fz, fuzz, 900)
 			ksft_print_msg("worker %d died: status %#x\n", (int)pid[i], st);
 		}
 	}
-	ksft_print_msg("fuzz_device: %llu ops by %d workers (%d SIGKILLed)\n",
-		       (unsigned long long)atomic_load(&sh->ops), spawned, kills);
+	ksft_print_msg("fuzz_device: %llu ops by %d workers (%d SIGKILLed); %llu GPUPOOL_IOC_CGROUP, %llu limits set, %llu ALLOCs refused with ENOSPC\n",
+		       (unsigned long long)atomic_load(&sh->ops), spawned, kills,
+		       (unsigned long long)atomic_load(&sh->cg_calls),
+		       (unsigned long long)atomic_load(&sh->limits_set),
+		       (unsigned long long)atomic_load(&sh->enospc));
 	EXPECT_EQ(0, bad);
 	EXPECT_LT(10000, atomic_load(&sh->ops));
+	/* The cgroup ioctl was really exercised. */
+	EXPECT_LT(0, atomic_load(&sh->limits_set));
+	EXPECT_LT(0, atomic_load(&sh->enospc));
 
 	/* Everyone is gone: the pool must be whole again. */
 	EXPECT_EQ(0, gp_wait_quiet(60000, 1));
@@ -588,6 +696,21 @@ TEST_F_TIMEOUT(fz, fuzz, 900)
 	EXPECT_EQ(0, s.chunks_in_use);
 	EXPECT_EQ(s.total, s.free);
 	EXPECT_EQ(s.allocs, s.frees);
+	/* And no cgroup has anything charged. */
+	text = cg_proc();
+	ASSERT_NE(NULL, text);
+	EXPECT_EQ(0, cg_proc_count(text, 1)) TH_LOG("%s", text);
+	for (i = 0; i < 3; i++) {
+		struct gpupool_cgroup c;
+		int fd = gp_open_dev();
+
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, cg_figures(fd, &fz_env, fz_cgroups[i], &c));
+		EXPECT_EQ(0, c.usage) TH_LOG("%s", fz_cgroups[i]);
+		EXPECT_EQ(0, c.chunks) TH_LOG("%s", fz_cgroups[i]);
+		close(fd);
+	}
+	cg_teardown(&fz_env);
 	EXPECT_EQ(0, gp_unload_wait(10000));
 	munmap(sh, sizeof(*sh));
 }

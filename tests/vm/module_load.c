@@ -64,7 +64,8 @@ TEST_F(loaded, proc_file)
 		"AbiVersion", "PoolTotal", "PoolFree", "InUse", "PeakInUse",
 		"LargestFree", "Fragmentation", "ChunksInUse", "ChunksFree",
 		"Allocs", "Frees", "FailedAllocs", "PoolLimit",
-		"PerProcessLimit", "ReserveTime", "Nodes",
+		"PerProcessLimit", "ReserveTime", "Nodes", "CgroupLimits",
+		"CgroupDenials",
 	};
 	char text[16384], val[128], want[32];
 	const char *line;
@@ -142,7 +143,10 @@ TEST_F(loaded, version)
 	EXPECT_LE(1, v.nr_nodes);
 	EXPECT_EQ(v.nr_nodes, (uint32_t)__builtin_popcountll(v.node_mask));
 	EXPECT_EQ(0, v.pad);
-	EXPECT_EQ(0, v.reserved[0] | v.reserved[1] | v.reserved[2] | v.reserved[3]);
+	/* ABI 1.1: chunks are charged to cgroups; dmem only where it exists. */
+	EXPECT_TRUE(v.features & GPUPOOL_FEATURE_CGROUP);
+	EXPECT_EQ(0, v.features & ~(GPUPOOL_FEATURE_CGROUP | GPUPOOL_FEATURE_DMEM));
+	EXPECT_EQ(0, v.reserved[0] | v.reserved[1] | v.reserved[2]);
 
 	/* The same through a read-only open. */
 	close(fd);
@@ -174,16 +178,25 @@ TEST_F(loaded, version_rejects_bad_input)
 	v.pad = 1;
 	EXPECT_EQ(-1, ioctl(fd, GPUPOOL_IOC_VERSION, &v));
 	EXPECT_EQ(EINVAL, errno);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < sizeof(v.reserved) / sizeof(v.reserved[0]); i++) {
 		memset(&v, 0, sizeof(v));
 		v.reserved[i] = 1ULL << 63;
 		EXPECT_EQ(-1, ioctl(fd, GPUPOOL_IOC_VERSION, &v)) TH_LOG("reserved[%u]", i);
 		EXPECT_EQ(EINVAL, errno);
 	}
+	/*
+	 * features was reserved[0] before ABI 1.1: a caller's non-zero word
+	 * there is still refused, as it was.
+	 */
+	memset(&v, 0, sizeof(v));
+	v.features = 1;
+	EXPECT_EQ(-1, ioctl(fd, GPUPOOL_IOC_VERSION, &v));
+	EXPECT_EQ(EINVAL, errno);
 	/* Output fields set by the caller are ignored, not rejected. */
 	memset(&v, 0xff, sizeof(v));
 	v.flags = 0;
 	v.pad = 0;
+	v.features = 0;
 	memset(v.reserved, 0, sizeof(v.reserved));
 	EXPECT_EQ(0, ioctl(fd, GPUPOOL_IOC_VERSION, &v));
 	EXPECT_EQ(1, v.abi_major);

@@ -5,7 +5,9 @@
  * free and zeroing; a growth; a refused allocation; a quarantined chunk
  * (vmsplice holds its pages) zeroed once released.  Each event carries the
  * sizes, the node and the allocating process's pid; alloc also the time it
- * took (wait_ns) and its result.
+ * took (wait_ns) and its result.  alloc and the chunk events carry the id
+ * of the cgroup (v2) the chunk is charged to: for an ALLOC in a cgroup of
+ * the test's, its directory's inode number (cgroup_field).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -13,7 +15,7 @@
 #include <sys/uio.h>
 
 #include "kselftest_harness.h"
-#include "pool_lib.h"
+#include "cgroup_lib.h"
 
 static const char *tracefs(void)
 {
@@ -91,6 +93,7 @@ TEST(events_in_tracefs)
 	ASSERT_LT(0, gp_read_file(path, fmt, sizeof(fmt))) TH_LOG("%s", path);
 	EXPECT_NE(NULL, strstr(fmt, "field:u64 wait_ns;")) TH_LOG("%s", fmt);
 	EXPECT_NE(NULL, strstr(fmt, "field:pid_t pid;"));
+	EXPECT_NE(NULL, strstr(fmt, "field:u64 cgroup;"));
 
 	ASSERT_EQ(0, tr_write(dir, "tracing_on", "0"));
 	ASSERT_EQ(0, tr_write(dir, "trace", ""));
@@ -150,6 +153,118 @@ TEST(events_in_tracefs)
 	EXPECT_NE(NULL, find(trace, "gpupool_quarantine: size=65536 ", want, NULL));
 	EXPECT_NE(NULL, find(trace, "gpupool_zeroed: size=65536 ", want, NULL));
 	EXPECT_EQ(0, gp_unload_wait(5000));
+}
+
+/* The event's format file (events/gpupool/NAME/format) has the field. */
+static int has_field(const char *dir, const char *event, const char *field)
+{
+	char path[256], fmt[4096];
+
+	snprintf(path, sizeof(path), "%s/events/gpupool/%s/format", dir, event);
+	if (gp_read_file(path, fmt, sizeof(fmt)) <= 0)
+		return 0;
+	return strstr(fmt, field) != NULL;
+}
+
+/* The cgroup= value of a trace line; ~0 when there is none. */
+static uint64_t cgroup_of(const char *line)
+{
+	const char *p = line ? strstr(line, " cgroup=") : NULL;
+	char *end;
+	uint64_t v;
+
+	if (!p)
+		return ~0ull;
+	v = strtoull(p + 8, &end, 10);
+	return end != p + 8 && (*end == ' ' || !*end) ? v : ~0ull;
+}
+
+FIXTURE(cgtrace) {
+	const char *dir;
+	struct cg_env env;
+};
+
+FIXTURE_SETUP(cgtrace)
+{
+	int ret;
+
+	GP_REQUIRE();
+	self->dir = tracefs();
+	if (!self->dir)
+		GP_SKIP("no tracefs in this kernel");
+	ret = cg_mount();
+	if (ret)
+		GP_SKIP("cannot mount cgroup2 at %s: %s", CG_MNT, strerror(-ret));
+	ASSERT_EQ(0, gp_load_1("pool_size=4M"));
+	ASSERT_EQ(0, cg_setup(&self->env, "trace", 0));
+}
+
+FIXTURE_TEARDOWN(cgtrace)
+{
+	tr_write(self->dir, "tracing_on", "0");
+	tr_write(self->dir, "events/gpupool/enable", "0");
+	tr_write(self->dir, "trace", "");
+	cg_teardown(&self->env);
+	EXPECT_EQ(0, gp_unload_wait(5000));
+}
+
+/*
+ * An ALLOC inside a test cgroup: its alloc, free and zeroed events carry
+ * that cgroup's id, which is the inode number of its directory; one in
+ * the root cgroup carries the root's.
+ */
+TEST_F(cgtrace, cgroup_field)
+{
+	static const char *const events[] = {
+		"gpupool_alloc", "gpupool_free", "gpupool_zeroed",
+		"gpupool_quarantine",
+	};
+	static char trace[1 << 20];
+	uint64_t id, root_id, h;
+	char path[256];
+	unsigned int i;
+	int fd;
+
+	for (i = 0; i < sizeof(events) / sizeof(events[0]); i++)
+		EXPECT_TRUE(has_field(self->dir, events[i], "field:u64 cgroup;"))
+			TH_LOG("event %u: no cgroup field", i);
+	ASSERT_EQ(0, cg_make(&self->env, "t"));
+	id = cg_id(&self->env, "t");
+	ASSERT_NE(0, id);
+	ASSERT_NE(cg_id(&self->env, NULL), id);
+	root_id = cg_id(&self->env, NULL);
+
+	ASSERT_EQ(0, tr_write(self->dir, "tracing_on", "0"));
+	ASSERT_EQ(0, tr_write(self->dir, "trace", ""));
+	ASSERT_EQ(0, tr_write(self->dir, "events/gpupool/enable", "1"));
+	ASSERT_EQ(0, tr_write(self->dir, "tracing_on", "1"));
+	fd = gp_open_dev();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, cg_enter(&self->env, "t"));
+	h = gp_alloc(fd, 256 * KiB);
+	ASSERT_NE(0, h);
+	/* Freed from the root cgroup: still the charge's cgroup. */
+	ASSERT_EQ(0, cg_leave());
+	ASSERT_EQ(0, gp_free(fd, h));
+	h = gp_alloc(fd, 128 * KiB);
+	ASSERT_NE(0, h);
+	ASSERT_EQ(0, gp_free(fd, h));
+	ASSERT_EQ(0, gp_wait_quiet(5000, 0));
+	close(fd);
+	ASSERT_EQ(0, tr_write(self->dir, "tracing_on", "0"));
+	snprintf(path, sizeof(path), "%s/trace", self->dir);
+	ASSERT_LT(0, gp_read_file(path, trace, sizeof(trace)));
+
+	EXPECT_EQ(id, cgroup_of(find(trace, "gpupool_alloc: size=262144 ",
+				     " ret=0", NULL))) TH_LOG("%s", trace);
+	EXPECT_EQ(id, cgroup_of(find(trace, "gpupool_free: size=262144 ",
+				     NULL, NULL)));
+	EXPECT_EQ(id, cgroup_of(find(trace, "gpupool_zeroed: size=262144 ",
+				     NULL, NULL)));
+	EXPECT_EQ(root_id, cgroup_of(find(trace, "gpupool_alloc: size=131072 ",
+					  " ret=0", NULL)));
+	EXPECT_EQ(root_id, cgroup_of(find(trace, "gpupool_free: size=131072 ",
+					  NULL, NULL)));
 }
 
 TEST_HARNESS_MAIN
