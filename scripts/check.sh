@@ -212,6 +212,16 @@ kernel_block() {
 			--tests "$O/tests/containers" --build-dir "$O" --quiet \
 			--test-timeout 840 --timeout 900 || st=1
 	fi
+	# The SPANK plugin (slurm/) in a real Slurm 22.05 on one node (munge,
+	# slurmctld, slurmd; tests/slurm); on the newest kernel only (about
+	# 1.5 minutes under TCG).
+	if [ "$k" = "$torch_k" ]; then
+		step "Slurm jobs' shares through the SPANK plugin (--gpupool), in the VM on $k"
+		vm "slurm-$k" --kernel "$k" --mem 2G \
+			--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
+			--tests "$O/tests/slurm" --build-dir "$O" --quiet \
+			--timeout 900 || st=1
+	fi
 	return $st
 }
 

@@ -19,6 +19,9 @@ set -eu
 # e2fsprogs: mkfs.ext4 for the in-VM O_DIRECT tests.  debhelper, dh-dkms,
 # lintian: the Debian packages and their checks; prometheus: promtool, which
 # checks the exported metrics; python3-yaml: parses the YAML in the tree;
+# libslurm-dev, slurmd, slurmctld, slurm-client, munge: the SPANK plugin's
+# build (slurm/, the slurm-gpupool package) and its test in the VM
+# (tests/slurm).
 # python3-jsonschema: validates the CDI spec against the CDI schema; podman,
 # crun: the container the VM runs with the CDI device (tests/containers).
 pkgs="build-essential clang libclang-rt-14-dev bc flex bison cpio kmod xz-utils zstd
@@ -29,7 +32,8 @@ pkgs="build-essential clang libclang-rt-14-dev bc flex bison cpio kmod xz-utils 
       pkg-config
       python3-torch fio e2fsprogs
       debhelper dh-dkms lintian prometheus python3-yaml python3-jsonschema
-      podman crun"
+      podman crun
+      libslurm-dev slurmd slurmctld slurm-client munge"
 
 have() { dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
