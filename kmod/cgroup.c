@@ -60,6 +60,7 @@ struct gp_cg {
 	/* In gp_cg_hash by cgrp; or on a list of entries made or freed. */
 	struct hlist_node hnode;
 	struct cgroup *cgrp;		/* referenced */
+	u64 id;				/* cgroup_id(cgrp), for tracepoints */
 	struct gp_cg *parent;		/* referenced (counted in its refs) */
 	u64 bytes;			/* charged here and below */
 	u64 chunks;
@@ -168,6 +169,7 @@ static struct gp_cg *gp_cg_get(struct cgroup *cgrp)
 			hlist_del(&e->hnode);
 			cgroup_get(c);
 			e->cgrp = c;
+			e->id = cgroup_id(c);
 			e->limit = GPUPOOL_NO_LIMIT;
 			e->refs = 1;	/* kept */
 			e->kept = true;
@@ -267,21 +269,45 @@ static void gp_cg_note_denial(struct gp_cg *e, struct gp_denial *d)
 	d->dmem = false;
 }
 
-/* Charge e and its ancestors, unless a limit on the way refuses. */
+/* Take back a charge from e up to (not including) stop. */
+static void gp_cg_undo_locked(struct gp_cg *e, struct gp_cg *stop, u64 size)
+{
+	for (; e != stop; e = e->parent) {
+		e->bytes -= size;
+		e->chunks--;
+	}
+}
+
+/*
+ * Charge e and its ancestors, unless a limit on the way refuses (-ENOSPC,
+ * whatever else is wrong with the size) or the size cannot be counted
+ * (-ENOMEM: more than any pool holds).  One walk, ALLOC's latency being
+ * what users wait on; a refusal undoes what it had charged.  Figures are
+ * hierarchical, so where one level's would pass 2^64, every level above's
+ * would too: nothing is charged from there on.
+ */
 static int gp_cg_charge_locked(struct gp_cg *e, u64 size, struct gp_denial *d)
 {
-	struct gp_cg *p;
+	struct gp_cg *p, *too_big = NULL;
 
 	lockdep_assert_held(&gp_cg_lock);
 	for (p = e; p; p = p->parent) {
-		if (size > p->limit || p->bytes > p->limit - size) {
+		if (unlikely(p->limit != GPUPOOL_NO_LIMIT &&
+			     (size > p->limit || p->bytes > p->limit - size))) {
+			gp_cg_undo_locked(e, too_big ?: p, size);
 			gp_cg_note_denial(p, d);
 			return -ENOSPC;
 		}
-	}
-	for (p = e; p; p = p->parent) {
+		if (unlikely(too_big || size > U64_MAX - p->bytes)) {
+			too_big = too_big ?: p;
+			continue;
+		}
 		p->bytes += size;
 		p->chunks++;
+	}
+	if (unlikely(too_big)) {
+		gp_cg_undo_locked(e, too_big, size);
+		return -ENOMEM;
 	}
 	e->refs++;
 	return 0;
@@ -413,7 +439,7 @@ void gp_cg_uncharge(struct gp_charge *ch, u64 size)
 
 u64 gp_cg_id(const struct gp_charge *ch)
 {
-	return ch->cg ? cgroup_id(ch->cg->cgrp) : 0;
+	return ch->cg ? ch->cg->id : 0;
 }
 
 void gp_denial_clear(struct gp_denial *d)
@@ -490,10 +516,13 @@ static int gp_cg_limit(struct gpupool_cgroup *arg)
 	cgrp = cgroup_get_from_fd(arg->cgroup_fd);
 	if (IS_ERR(cgrp))
 		return PTR_ERR(cgrp);
-	e = gp_cg_get(cgrp);
+	/* What can fail comes first: a failed call changes nothing. */
+	arg->cgroup_id = cgroup_id(cgrp);
+	ret = gp_cg_copy_path(cgrp, arg);
+	e = ret ? NULL : gp_cg_get(cgrp);
 	if (!e) {
 		cgroup_put(cgrp);
-		return -ENOMEM;
+		return ret ?: -ENOMEM;
 	}
 	spin_lock(&gp_cg_lock);
 	if (op == GPUPOOL_CGROUP_SET_LIMIT) {
@@ -507,8 +536,6 @@ static int gp_cg_limit(struct gpupool_cgroup *arg)
 	}
 	gp_cg_fill(e, arg);
 	spin_unlock(&gp_cg_lock);
-	arg->cgroup_id = cgroup_id(cgrp);
-	ret = gp_cg_copy_path(cgrp, arg);
 	gp_cg_put(e);
 	cgroup_put(cgrp);
 	if (op == GPUPOOL_CGROUP_SET_LIMIT)

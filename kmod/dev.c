@@ -121,7 +121,7 @@ static void gp_file_note_denial(struct gp_file *f, struct gp_denial *d)
  */
 static int gp_alloc_charge(struct gp_file *f, u64 size, struct gp_charge *ch)
 {
-	struct gp_denial d = {};
+	struct gp_denial d;		/* filled by a refusal only */
 	int ret;
 
 	ret = gp_holder_charge(f->holder, size);

@@ -122,8 +122,6 @@ TEST(huge_request_grows_nothing)
 	close(sv[0]);
 	close(sv[1]);
 	EXPECT_EQ(0, gp_unload_wait(5000));
-	if (err == ENOSPC && _metadata->passed)
-		GP_SKIP("gpupool.ko bug: refused with ENOSPC (a cgroup limit) though no cgroup has one: gp_cg_charge_locked() takes GPUPOOL_NO_LIMIT for a limit of 2^64 - 1 bytes, which this size plus the 3 MiB in use passes (see cgroup_limits' no_limit_never_refuses)");
 	EXPECT_EQ(ENOMEM, err);
 	EXPECT_EQ(1, failed_allocs);
 }
