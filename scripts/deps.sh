@@ -3,13 +3,15 @@
 # apt-get; otherwise print the exact command and fail.
 #
 # Usage: scripts/deps.sh
-# The list below is the only place dependencies are named.
+# The list below (and linux-source-7.2 after it) are the only places
+# dependencies are named.
 set -eu
 
 # Build: compilers, kernel build tools, the two kernels we test (6.1 from
 # linux-image-amd64, 6.12 from bookworm's backported packages) with headers.
 # Test: qemu (TCG), busybox for the VM's initramfs, kernel sources for the
-# kselftest headers and checkpatch, dkms, liburing (io_uring pinning tests),
+# kselftest headers and checkpatch (6.1) and for the debug kernel (7.2,
+# from trixie-backports: below), dkms, liburing (io_uring pinning tests),
 # numpy, pip and setuptools (Python tests, `pip install ./python` offline, with
 # Debian's /usr/bin/python3), pkg-config (the install check); zstd unpacks the 6.12
 # kernel image for the VM's fast (PVH) boot.  libclang-rt-14-dev: clang's
@@ -69,16 +71,132 @@ if [ -z "$k612" ]; then
 	need612="$img linux-headers-$rel"
 fi
 
-[ -z "$missing$need612" ] && exit 0
+# The debug kernel's sources: Linux 7.2, which has the dmem cgroup
+# controller (6.14 and later), packaged as linux-source-7.2 in
+# trixie-backports only (Architecture: all; bookworm's binutils and
+# xz-utils satisfy it).  That suite goes into apt's sources from the same
+# mirror as the system's own Debian entry, in a file of its own, with a pin
+# that lets nothing else come from it: everything of trixie-backports at -1
+# (never installed), linux-source-7.2 alone at 500.
+bp=trixie-backports
+bp_src=/etc/apt/sources.list.d/gpupool-$bp.sources
+bp_pin=/etc/apt/preferences.d/gpupool-$bp
+need72=""
+have linux-source-7.2 || need72=linux-source-7.2
 
-cmd="apt-get install -y --no-install-recommends$missing $need612"
+[ -z "$missing$need612$need72" ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends$missing $need612 $need72"
 if [ "$(id -u)" -ne 0 ]; then
 	echo "gpupool needs packages that are not installed. As root, run:" >&2
-	echo "  apt-get update && $cmd" >&2
+	if [ -n "$need72" ]; then
+		echo "  scripts/deps.sh   (it adds $bp to apt's sources for" \
+		     "linux-source-7.2 alone, then installs)" >&2
+	else
+		echo "  apt-get update && $cmd" >&2
+	fi
 	exit 1
 fi
-echo "deps: installing:$missing $need612"
 export DEBIAN_FRONTEND=noninteractive
+
+# The URI (and Signed-By) of the entry that carries this release's own
+# suite (bookworm, not bookworm-security), from the deb822 .sources files
+# or the one-line sources.list entries; printed as "URI<TAB>SIGNED-BY".
+debian_entry() {
+	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+	[ -n "$codename" ] || return 1
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -r "$f" ] && [ "$f" != "$bp_src" ] || continue
+		awk -v want="$codename" '
+		function flush() {
+			if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " want " ") &&
+			    enabled != "no" && uri != "") {
+				print uri "\t" signed; found = 1; exit
+			}
+			types = suites = uri = signed = enabled = ""; insig = 0
+		}
+		/^[ \t]*$/ { flush(); next }
+		/^#/ { next }
+		/^[ \t]/ { if (insig) signed = signed "\n" $0; next }
+		{
+			insig = 0
+			k = tolower($1); v = $0; sub(/^[^:]*:[ \t]*/, "", v)
+			if (k == "types:") types = v
+			else if (k == "suites:") suites = v
+			else if (k == "uris:") { split(v, u, /[ \t]+/); uri = u[1] }
+			else if (k == "enabled:") enabled = tolower(v)
+			else if (k == "signed-by:") { signed = v; insig = 1 }
+		}
+		END { if (!found) flush() }' "$f" | grep . && return 0
+	done
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -r "$f" ] || continue
+		awk -v want="$codename" '
+		$1 != "deb" { next }
+		{
+			i = 2; signed = ""
+			if ($2 ~ /^\[/) {
+				for (; i <= NF; i++) {
+					if ($i ~ /^\[?signed-by=/) {
+						signed = $i; sub(/^\[?signed-by=/, "", signed)
+						sub(/\]$/, "", signed)
+					}
+					if ($i ~ /\]$/) { i++; break }
+				}
+			}
+			if ($(i + 1) == want) { print $i "\t" signed; exit }
+		}' "$f" | grep . && return 0
+	done
+	return 1
+}
+
+# Write FILE with CONTENT unless it already holds exactly that.
+put() {
+	if [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; then
+		echo "deps: $1 is already in place"
+		return 1
+	fi
+	printf '%s\n' "$2" > "$1"
+	echo "deps: wrote $1:"
+	sed 's/^/    /' "$1"
+}
+
+if [ -n "$need72" ]; then
+	entry=$(debian_entry) || {
+		echo "deps: found no Debian entry for this release's suite in" \
+		     "/etc/apt/sources.list.d/*.sources or sources.list, so no" \
+		     "mirror to take $bp from" >&2
+		exit 1
+	}
+	uri=$(printf '%s\n' "$entry" | head -n 1 | cut -f1)
+	signed=$(printf '%s\n' "$entry" | cut -f2-)
+	echo "deps: linux-source-7.2 comes from $bp, on this system's Debian mirror $uri"
+	put "$bp_src" "# Written by gpupool's scripts/deps.sh: $bp, for linux-source-7.2
+# alone (the debug kernel's sources); the pin in
+# $bp_pin keeps the rest out.
+Types: deb
+URIs: $uri
+Suites: $bp
+Components: main${signed:+
+Signed-By: $signed}" || true
+	put "$bp_pin" "# Written by gpupool's scripts/deps.sh: from $bp, linux-source-7.2
+# (the debug kernel's sources) and nothing else.
+Package: linux-source-7.2
+Pin: release n=$bp
+Pin-Priority: 500
+
+Package: *
+Pin: release n=$bp
+Pin-Priority: -1" || true
+fi
+
+echo "deps: installing:$missing $need612 $need72"
 apt-get update -q
+if [ -n "$need72" ] &&
+   ! apt-cache policy linux-source-7.2 | grep -q 'Candidate: [0-9]'; then
+	echo "deps: apt offers no linux-source-7.2 from $bp at $uri:" >&2
+	apt-cache policy linux-source-7.2 >&2
+	exit 1
+fi
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $missing $need612
+apt-get install -y -q --no-install-recommends $missing $need612 $need72
