@@ -90,6 +90,7 @@ static DECLARE_DELAYED_WORK(gp_cg_prune_dwork, gp_cg_prune_work);
 bool gp_cg_dmem;			/* limits are dmem's (cgroup_limits=) */
 #if IS_ENABLED(CONFIG_CGROUP_DMEM)
 static struct dmem_cgroup_region *gp_dmem_region;
+static u64 gp_dmem_capacity;		/* the region's size */
 #endif
 
 static struct gp_cg *gp_cg_find(struct cgroup *cgrp)
@@ -364,6 +365,13 @@ static int gp_cg_charge_dmem(u64 size, struct gp_charge *ch,
 	struct dmem_cgroup_pool_state *limit_pool = NULL;
 	int ret;
 
+	/*
+	 * More than the pool can ever hold: no limit's business, and dmem's
+	 * page_counter takes the size as a long (past 2^63 it would lower
+	 * the count instead of refusing).
+	 */
+	if (size > gp_dmem_capacity)
+		return -ENOMEM;
 	ret = dmem_cgroup_try_charge(gp_dmem_region, size, &ch->dmem,
 				     &limit_pool);
 	if (ret != -EAGAIN)
@@ -718,6 +726,7 @@ int gp_cg_init(const char *mode, u64 capacity)
 			return PTR_ERR(gp_dmem_region);
 		}
 		gp_cg_dmem = gp_dmem_region;
+		gp_dmem_capacity = capacity;
 	}
 #endif
 	if (want_dmem && !gp_cg_dmem) {
