@@ -21,8 +21,9 @@
  *
  * Also here: GPUPOOL_IOC_CGROUP wrappers (0 or -errno), the Cgroup lines
  * of /proc/gpupool, a limit set either way (the module's ioctl or
- * dmem.max), and "tenants": forked processes in a cgroup of their own,
- * each with its own /dev/gpupool file, driven over a socket.
+ * dmem.max), cg_fork_into() (a child born in a cgroup: no migration, which
+ * is slow on the debug kernel), and "tenants": processes born in a cgroup
+ * of their own, each with its own /dev/gpupool file, driven over a socket.
  */
 #ifndef GPUPOOL_TESTS_VM_CGROUP_LIB_H
 #define GPUPOOL_TESTS_VM_CGROUP_LIB_H
@@ -33,6 +34,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/statfs.h>
+#include <linux/sched.h>	/* struct clone_args, CLONE_INTO_CGROUP */
 
 #include "pool_lib.h"
 
@@ -184,6 +186,51 @@ static inline int cg_open(const struct cg_env *env, const char *rel)
 		      O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
+}
+
+/* Is the caller in this cgroup (the "0::PATH" line of /proc/self/cgroup)? */
+static inline int cg_self_in(const struct cg_env *env, const char *rel)
+{
+	char buf[1024], want[300], *line, *save = NULL;
+
+	if (gp_read_file("/proc/self/cgroup", buf, sizeof(buf)) <= 0)
+		return 0;
+	cg_rel(env, rel, want, sizeof(want));
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (!strncmp(line, "0::", 3))
+			return !strcmp(line + 3, want);
+	return 0;
+}
+
+/*
+ * fork() straight into a cgroup (clone3() with CLONE_INTO_CGROUP, Linux
+ * 5.7): no migration afterwards, which costs a write lock of every
+ * thread group's rwsem (an RCU grace period: a second apiece on the debug
+ * kernel under TCG).  Where clone3 cannot, fork() and move.  As fork():
+ * the child's pid, 0 in the child, or -errno.
+ */
+static inline pid_t cg_fork_into(const struct cg_env *env, const char *rel)
+{
+	struct clone_args ca;
+	int cgfd = cg_open(env, rel);
+	long pid;
+
+	if (cgfd < 0)
+		return cgfd;
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_INTO_CGROUP;
+	ca.exit_signal = SIGCHLD;
+	ca.cgroup = (uint64_t)cgfd;
+	fflush(NULL);
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0 && (errno == ENOSYS || errno == E2BIG)) {
+		pid = fork();
+		if (!pid && cg_enter(env, rel))
+			_exit(97);
+	}
+	close(cgfd);
+	return pid < 0 ? -errno : (pid_t)pid;
 }
 
 /* Give a cgroup's children the dmem controller. */
@@ -725,10 +772,9 @@ static inline int tn_start(struct tenant *t, const struct cg_env *env,
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return -errno;
-	fflush(NULL);
-	t->pid = fork();
+	t->pid = cg_fork_into(env, rel);
 	if (t->pid < 0)
-		return -errno;
+		return t->pid;
 	if (!t->pid) {
 		/* Nothing of the test's: no other tenant's socket, no file. */
 		for (devfd = 3; devfd < 1024; devfd++)
@@ -736,7 +782,7 @@ static inline int tn_start(struct tenant *t, const struct cg_env *env,
 				close(devfd);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		memset(&rp, 0, sizeof(rp));
-		rp.ret = cg_enter(env, rel);
+		rp.ret = cg_self_in(env, rel) ? 0 : -ESRCH;
 		devfd = gp_open_dev();
 		if (!rp.ret && devfd < 0)
 			rp.ret = -errno;
