@@ -11,10 +11,12 @@
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
 #      user backend there), and libgpupool's tests on the kernel backend;
 #      on the newest kernel, a podman container given the device by CDI
-#   4. the whole VM suite on the debug kernel (KASAN, lockdep, UBSAN,
-#      kmemleak; scripts/debug-kernel.sh builds it once, then reuses it:
-#      in the background, at the lowest CPU priority, from the start, so
-#      that it takes only what the other suites leave idle)
+#   4. the whole VM suite on the debug kernel (Linux 7.2 with KASAN,
+#      lockdep, UBSAN, kmemleak, cgroup v2 with dmem; scripts/debug-kernel.sh
+#      builds it once per machine into /var/cache/gpupool, shared by every
+#      clone, then checks and reuses it: in the background, at the lowest
+#      CPU priority, from the start, so that it takes only what the other
+#      suites leave idle)
 #   5. the Debian packages: built, lintian, installed here (DKMS builds the
 #      module for both kernels), upgraded from an older build, the installed
 #      module loaded in a VM per kernel, purged (scripts/deb-check.sh)
@@ -40,8 +42,11 @@ step() {
 
 # The debug kernel takes minutes to build and most suites below leave a
 # core idle (single-threaded tests, VMs waiting): build it meanwhile, at
-# the lowest priority, so the suites keep the CPU they ask for.  Its output
-# goes to a file, shown when the debug-kernel step collects it.
+# the lowest priority, so the suites keep the CPU they ask for; when the
+# cache (GPUPOOL_CACHE, default /var/cache/gpupool) holds a valid build,
+# this only checks it and prints its path.  --hold $$: no other clone's
+# check removes that build while this one runs.  Its output goes to a
+# file, shown when the debug-kernel step collects it.
 dbg_out=$O/debug-kernel.out
 dbg_log=$O/debug-kernel.log
 mkdir -p "$O"
@@ -52,7 +57,7 @@ mkdir -p "$O"
 # tasks' nice: the group's must be lowered too, or the build takes half of
 # the CPU from the suites (each VM suite then ran twice as long).
 setsid sh -c 'echo 19 2>/dev/null >/proc/self/autogroup; exec nice -n 19 "$@"' \
-	debug-kernel "$top/scripts/debug-kernel.sh" "$O/debug-kernel" \
+	debug-kernel "$top/scripts/debug-kernel.sh" --hold "$$" \
 	> "$dbg_out" 2> "$dbg_log" &
 dbg_pid=$!
 trap 'kill -- "-$dbg_pid" 2>/dev/null' EXIT
@@ -250,13 +255,15 @@ stock_series &
 stock_pid=$!
 
 {
-step "the debug kernel: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection"
-# Built once per checkout from Debian's linux-source-6.1 (cached under
-# $O/debug-kernel while vm/debug-kernel.config is unchanged; started in the
+step "the debug kernel: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection, dmem"
+# Built once per machine from Debian's linux-source-7.2 (cached in
+# /var/cache/gpupool/debug-kernel, for every clone, while the fragment, the
+# script, the sources and the compiler are unchanged; started in the
 # background above); the whole VM suite runs on it and any splat or
 # kmemleak report fails the test it happened in.  It boots through the
 # firmware (--no-pvh): this kernel's PVH entry dies before the console
-# under KASAN.
+# under KASAN.  no5lvl: 4-level paging, which 7.2 no longer lets the
+# configuration choose (vm/debug-kernel.config, CONFIG_X86_5LEVEL).
 wait "$dbg_pid"
 dbg_rc=$?
 cat "$dbg_log"
@@ -265,7 +272,7 @@ if [ "$dbg_rc" -eq 0 ] && dbg=$(cat "$dbg_out") &&
    "$top/scripts/build-module.sh" "$drel" "$O/kmod/debug" "$dbg" >/dev/null; then
 	step "VM suite on the debug kernel $drel"
 	vm debug --kernel "$dbg/arch/x86/boot/bzImage" \
-		--kbuild "$dbg" --no-pvh \
+		--kbuild "$dbg" --no-pvh --cmdline-extra no5lvl \
 		--ko "$O/kmod/debug/gpupool.ko" --tests "$O/tests/vm" \
 		--build-dir "$O" --quiet --timeout 1700 --test-timeout 600 ||
 		status=1

@@ -505,16 +505,17 @@ TEST_F(lim, no_limit_never_refuses)
 
 	/*
 	 * With a limit on the way, the same request is the limit's.  Not
-	 * with dmem: its page_counter takes the size as a signed long, so a
-	 * size past 2^63 is no charge dmem refuses (it lowers the count
-	 * until the module takes it back); the pool's ENOMEM answers it, and
-	 * nothing stays charged.
+	 * with dmem: its page_counter takes the size as a signed long (past
+	 * 2^63 it would lower the count), so a size beyond the region's
+	 * capacity never reaches it: the pool's ENOMEM, nothing charged.
 	 */
 	ASSERT_EQ(0, cg_limit(self->fd, &self->env, "U", 8 * MiB));
 	ret = tn_alloc(t, ~0ull - 8191);
 	if (variant->dmem) {
-		EXPECT_TRUE(ret == -ENOMEM || ret == -ENOSPC) TH_LOG("%d", ret);
+		EXPECT_EQ(-ENOMEM, ret);
 		EXPECT_EQ(3 * MiB, cg_dmem_value(&self->env, "U", "dmem.current"));
+		EXPECT_EQ(2, gp_pool().failed_allocs);
+		EXPECT_EQ(0, gp_proc_num("CgroupDenials"));
 	} else {
 		EXPECT_EQ(-ENOSPC, ret);
 		ASSERT_EQ(0, tn_call(t, TN_DENIAL, 0, 0, -1, &rp, NULL));
