@@ -366,12 +366,13 @@ static int gp_cg_charge_dmem(u64 size, struct gp_charge *ch,
 	int ret;
 
 	/*
-	 * More than the pool can ever hold: no limit's business, and dmem's
+	 * More than the pool can ever hold: no limit's business (the pool
+	 * refuses it, and says so in its tracepoint), and dmem's
 	 * page_counter takes the size as a long (past 2^63 it would lower
-	 * the count instead of refusing).
+	 * the count instead of refusing).  Not charged to dmem at all.
 	 */
 	if (size > gp_dmem_capacity)
-		return -ENOMEM;
+		return 0;
 	ret = dmem_cgroup_try_charge(gp_dmem_region, size, &ch->dmem,
 				     &limit_pool);
 	if (ret != -EAGAIN)
