@@ -13,14 +13,48 @@
  *    cleared: mmap with PROT_EXEC and mprotect(PROT_EXEC) fail);
  *  - the length must be the chunk's size (-EINVAL), the offset the handle
  *    (on /dev/gpupool) or 0 (on a chunk fd);
- *  - VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP: pages are refcounted
- *    normal pages (never VM_IO/VM_PFNMAP), so GUP can pin them; mremap may
- *    move or shrink a mapping but not grow it (-EFAULT); core dumps skip it;
+ *  - VM_DONTEXPAND | VM_DONTDUMP: pages are refcounted normal pages
+ *    mapped by normal (not pte_special) PTEs, never VM_IO/VM_PFNMAP, so
+ *    GUP can pin them; mremap may move or shrink a mapping but not grow it
+ *    (-EFAULT); core dumps skip it;
  *  - filled at mmap with vm_insert_pages(), a block at a time; a fault
- *    (after MADV_DONTNEED, or when population was cut short) inserts the
- *    page again; a fault past the chunk gets SIGBUS;
- *  - fork: the child shares the pages; the chunk lives until every
- *    mapping in every process is gone.
+ *    (in a child after fork, after MADV_DONTNEED, or when population was
+ *    cut short) hands the page to the core mm through vmf->page; a fault
+ *    past the chunk gets SIGBUS;
+ *  - fork: the child shares the pages but copies no PTE: it faults in
+ *    what it touches (below, "Why not VM_MIXEDMAP"); the chunk lives until
+ *    every mapping in every process is gone.
+ *
+ * Why not VM_MIXEDMAP.  vm_insert_pages() sets VM_MIXEDMAP on the vma, and
+ * fork copies every PTE of a VM_PFNMAP|VM_MIXEDMAP vma: vma_needs_copy()
+ * in mm/memory.c returns true for them (6.1: "if (src_vma->vm_flags &
+ * (VM_PFNMAP | VM_MIXEDMAP)) return true"; 7.2: VM_COPY_ON_FORK holds
+ * both), then false for a vma without anon_vma, "where a page fault will
+ * fill them correctly".  A shared chunk vma never gets an anon_vma (no
+ * COW), so once VM_MIXEDMAP is off, fork copies nothing for it: 1 GiB of
+ * chunks cost 167-215 ms per fork+exit under TCG, now about nothing.
+ * VM_MIXEDMAP only matters for pte_special entries (vm_normal_page()
+ * returns NULL for them in a MIXEDMAP vma with no struct page): we never
+ * make one; vm_insert_pages() makes normal refcounted PTEs with a file
+ * rmap ("folio_get(); inc_mm_counter(mm_counter_file()); folio_add_file_
+ * rmap_pte()" in 7.2's insert_page_into_pte_locked(), page_add_file_rmap()
+ * in 6.1), which zap, GUP, mremap, mprotect and smaps treat the same with
+ * or without the flag.  So the flag is cleared once the prefill is done.
+ * VM_DONTEXPAND stays, which keeps the vma VM_SPECIAL: never merged,
+ * never mlocked, never grown.
+ *
+ * The fault handler may not call vm_insert_page() any more: without
+ * VM_MIXEDMAP it would set the flag, and it BUG()s unless mmap_lock is
+ * held for write (mmap_read_trylock() succeeds in a fault).  It returns
+ * the page with a reference in vmf->page instead, as relay and ALSA do;
+ * __do_fault() locks it and finish_fault() maps it (one PTE: the page is
+ * order 0, and 7.2's finish_fault() maps one page past i_size anyway).
+ * No ->page_mkwrite: that would make the vma want writenotify, write
+ * faults on clean PTEs, and FOLL_LONGTERM write pins refused
+ * (vma_needs_dirty_tracking()).  No ->map_pages: fault-around there is the
+ * page cache's (filemap_map_pages()); a driver would have to set PTEs
+ * itself with helpers (set_pte_range(), do_set_pte()) not exported to
+ * modules.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -70,15 +104,22 @@ static void gp_vm_close(struct vm_area_struct *vma)
 	gp_chunk_put(vma->vm_private_data);
 }
 
-/* vm_pgoff is 0 at the chunk's first page (set at mmap, kept by splits). */
+/*
+ * vm_pgoff is 0 at the chunk's first page (set at mmap, kept by splits).
+ * The reference taken here becomes the PTE's (finish_fault() maps the
+ * page; the core mm drops the reference when it does not).
+ */
 static vm_fault_t gp_vm_fault(struct vm_fault *vmf)
 {
 	struct gp_chunk *c = vmf->vma->vm_private_data;
+	struct page *page;
 
 	if (vmf->pgoff >= gp_chunk_pages(c))
 		return VM_FAULT_SIGBUS;
-	return vmf_insert_page(vmf->vma, vmf->address,
-			       gp_chunk_page(c, vmf->pgoff));
+	page = gp_chunk_page(c, vmf->pgoff);
+	get_page(page);
+	vmf->page = page;
+	return 0;
 }
 
 static const struct vm_operations_struct gp_vm_ops = {
@@ -141,13 +182,15 @@ int gp_chunk_mmap(struct gp_chunk *c, struct vm_area_struct *vma)
 	if (vma_pages(vma) != gp_chunk_pages(c))
 		return -EINVAL;
 
-	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	vm_flags_clear(vma, VM_MAYEXEC);
 	/* The offset named the chunk; from here on it is the page index. */
 	vma->vm_pgoff = 0;
 	vma->vm_ops = &gp_vm_ops;
 	vma->vm_private_data = c;
 	gp_chunk_populate(c, vma);
+	/* Set by vm_insert_pages(); off so that fork copies no PTE (above). */
+	vm_flags_clear(vma, VM_MIXEDMAP);
 	return 0;
 }
 
