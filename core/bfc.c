@@ -1,128 +1,18 @@
 // SPDX-License-Identifier: (GPL-2.0 OR MIT)
 /*
- * bfc.c - best-fit-with-coalescing allocator core: regions, chunks,
- * allocation and free, the address index, statistics.
+ * bfc.c - best-fit-with-coalescing allocator core: chunk slots and the
+ * address index, create and destroy, indexing free chunks as they are
+ * released, allocation, free, the operations that cut chunks (spans taken,
+ * a chunk split), statistics.  Regions are bfc_region.c's, the read-only
+ * walks over chunks bfc_walk.c's, the free-chunk trees bfc_tree.c's.
  *
- * Design
- * ------
- * What it computes is TensorFlow's BFC, exactly (with BFC_POLICY_TF, the
- * default): requests are rounded up to the granularity; the chunk chosen is
- * the smallest free chunk whose size is >= the rounded request, ties broken
- * by the lowest address; it is split (front part returned) by TF's rule,
- * plus PyTorch's max_split_size; a freed chunk coalesces with free physical
- * neighbours in its region.  The other placement policies (bfc.h) change
- * only the split rule (always split; age: a rest of 1/8 of the request
- * into an empty class)
- * and which end of the chosen chunk is returned: bfc_create() turns the
- * policy into the split rule's fields and cut, and split() is the one
- * place that picks an end.  How it
- * computes it differs, so that no operation slows down with the number of
- * chunks (TF walks a std::set per bin from its smallest element), and so
- * that the common operations are short:
- *
- * - Chunk metadata: an array of 64-byte, cache-line aligned records indexed
- *   by uint32 handles (slot 0 is never a chunk: it is the trees' nil).  The
- *   array doubles when full (handles are indices, so they stay valid);
- *   every slot not in use, new or freed, is on a free list threaded
- *   through .next, so taking one is one test and two moves.  A free chunk
- *   needs tree links and an in-use chunk needs requested/alloc_id/tag,
- *   never both, so they share a union (a tag is valid with a flag, which
- *   every allocation clears with the flags it writes anyway).
- *
- * - Regions are bracketed by two edge records that are never free (see
- *   struct bfc_chunk), so every chunk has two neighbours and coalescing
- *   tests their flags with no "is this the end of the region?" case.  A
- *   region knows its edges; a chunk does not record its region (the
- *   regions are sorted by base, so the few callers that want a chunk's
- *   region id find it by binary search).
- *
- * - Free chunks: segregated size classes as in TLSF (bfc_internal.h): sizes
- *   below 32 granules have a class each, and every power of two above is cut
- *   into 32 classes, so a class spans sizes within 1/32 of each other.
- *   Classes are computed on bytes (no shift by the granularity first).  A
- *   bitmap of non-empty classes in 64-bit words (two powers of two each,
- *   so a fit in the next one or two is found in the request's own word)
- *   and a 64-bit map of non-empty words find the first non-empty class
- *   above a given one with two ctz instructions.
- *   Within a class the free chunks are a red-black tree keyed by (size,
- *   addr) with uint32 links and a cached minimum.  Best fit for a rounded
- *   size R of class c: if c is non-empty, its minimum when that is >= R
- *   (O(1)), else lower_bound(R) in its tree (O(log n_c)); otherwise the
- *   minimum of the next non-empty class (O(1)).  Because classes partition
- *   sizes in increasing order, this is exactly TF's "smallest size >= R,
- *   then lowest address".  TLSF proper takes any chunk of the next class
- *   (good fit); the trees are what make it best fit.  A red-black tree
- *   (not a treap or AVL) bounds rotations per update to 3, and with parent
- *   links a chunk is removed without searching for it.
- *
- * - On real traces most classes hold zero or one free chunk, so a class of
- *   one has no tree at all: its root is 0 and its chunk's links are not
- *   kept (union bfc_class).  Setting or clearing such a class is one
- *   8-byte store and a bitmap update (the word map is written only when a
- *   word fills or empties; a move within one word is one xor); a tree is
- *   made when a second chunk arrives (bfc_tree.c).
- *
- * - A chunk whose key changes stays in its record, and so in its place in
- *   the index when it can: an allocation that splits a free chunk hands
- *   out a new record for the front part and leaves the rest in the old
- *   one (still the only chunk of its class, or still between its tree
- *   neighbours, it needs no index update at all); a freed chunk merging
- *   into a free neighbour extends the neighbour's record.
- *
- * - A call anywhere in a function makes it save and restore registers on
- *   every path, so the common cases make none.  The common allocation (the
- *   fit is alone in its class; a split rest stays in that class or goes to
- *   an empty one; a slot is at hand) is done by bfc_alloc() without a call;
- *   anything else goes, before any change, to alloc_slow(), which handles
- *   every case.  A free with no free neighbour makes no call; merges with
- *   one or both neighbours are tail calls to short functions of their own,
- *   and only tree work goes further.  (gcc still saves six registers in
- *   bfc_alloc(): the split path needs more values than the caller-saved
- *   registers hold.  Moving the split or the whole fast path into
- *   functions of their own made it slower: bench/README.md.)
- *
- * - In-use chunks by address (free by address, bfc_lookup): a hash of
- *   start address -> handle, chained through the in-use chunks themselves
- *   (chunk.hnext), with an array of bucket heads.  The bucket is the top
- *   bits of a Fibonacci hash of the granule number (one multiplication: the
- *   constant is pre-shifted by the granularity).  There are twice as many
- *   buckets as chunk slots, and the bucket array grows with the slot array,
- *   so the load stays at most 1/2 with no test on allocation; a lookup
- *   usually reads one head and the chunk it wanted.  Insertion is at the
- *   head, removal unlinks (free by handle walks its bucket to find the
- *   link, one step usually).  Its memory, 8 bytes per slot, follows the
- *   number of chunks, not region bytes (TF's per-region pointer -> handle
- *   vector does).
- *
- * - Regions: slots with stable indices and an array of slot indices sorted
- *   by base (overlap checks and the chunk -> region search by binary
- *   search, address order for the walks).  "Wholly free" is "the chunk
- *   after the low edge is free and is followed by the high edge": O(1).
- *   Region operations are O(number of regions).  Regions are rare, large
- *   events (cudaMalloc, a pool extension), so these are not on any hot
- *   path.
- *
- * - Every allocation of metadata (chunk slots with the hash, region arrays)
- *   is made before anything changes, so a failure leaves the allocator as
- *   it was.  bfc_free never allocates.
- *
- * - Statistics are kept as running sums; the largest free chunk is the
- *   maximum of the highest non-empty class, found on demand in
- *   bfc_get_stats() (O(log n)).
- *
- * Costs: alloc O(log n_c) (plus the amortized array growth), free
- * O(log n_c); n_c is the population of one size class.  bfc_check and the
- * dumps are O(everything).
- *
- * Freestanding: no floating point, no VLAs, no recursion, no 128-bit
- * division.  Not thread-safe (see bfc.h).
+ * The design (what it computes, how, and why): docs/bfc.md.
  */
 #include "bfc_internal.h"
 
 #define CHUNKS_MIN	64u
 #define CHUNKS_MAX	(1u << 31)	/* 128 GiB of metadata: never reached */
 #define HASH_MAX_BITS	31u
-#define REGIONS_MIN	8u
 
 void bfc_params_default(struct bfc_params *p, uint64_t granularity)
 {
@@ -247,7 +137,7 @@ static int chunks_resize(struct bfc *b, uint32_t cap)
 	return 0;
 }
 
-/* Make sure slot_get() can succeed n times (n <= CHUNKS_MIN). */
+/* Make sure bfc__slot_get() can succeed n times (n <= CHUNKS_MIN). */
 static int slot_reserve(struct bfc *b, uint32_t n)
 {
 	uint32_t have = 0, h;
@@ -259,25 +149,6 @@ static int slot_reserve(struct bfc *b, uint32_t n)
 	if (b->nr_slots >= CHUNKS_MAX)
 		return -BFC_ENOMEM;
 	return chunks_resize(b, b->nr_slots * 2);
-}
-
-/* A slot (slot_reserve() made sure there is one); the caller sets its
- * flags and the fields it needs.
- */
-static __always_inline uint32_t slot_get(struct bfc *b, struct bfc_chunk *C)
-{
-	uint32_t h = b->free_slot;
-
-	b->free_slot = C[h].next;
-	return h;
-}
-
-static __always_inline void slot_put(struct bfc *b, struct bfc_chunk *C,
-				     uint32_t h)
-{
-	C[h].flags = 0;
-	C[h].next = b->free_slot;
-	b->free_slot = h;
 }
 
 /* Is h an in-use chunk?  Any h is accepted. */
@@ -448,7 +319,7 @@ static noinline int release_into_next(struct bfc *b, uint32_t h)
 	x->size += c->size;
 	x->prev = p;
 	C[p].next = n;
-	slot_put(b, C, h);
+	bfc__slot_put(b, C, h);
 	return merged(b, C, n, bfc__class_of(b, x->size));
 }
 
@@ -462,7 +333,7 @@ static noinline int release_into_prev(struct bfc *b, uint32_t h)
 	x->size += c->size;
 	x->next = n;
 	C[n].prev = p;
-	slot_put(b, C, h);
+	bfc__slot_put(b, C, h);
 	return merged(b, C, p, bfc__class_of(b, x->size));
 }
 
@@ -479,8 +350,8 @@ static noinline int release_into_both(struct bfc *b, uint32_t h)
 	x->size += c->size + C[n].size;
 	x->next = nn;
 	C[nn].prev = p;
-	slot_put(b, C, n);
-	slot_put(b, C, h);
+	bfc__slot_put(b, C, n);
+	bfc__slot_put(b, C, h);
 	b->st.chunks_free--;
 	return merged(b, C, p, bfc__class_of(b, x->size));
 }
@@ -519,282 +390,17 @@ static __always_inline int release(struct bfc *b, struct bfc_chunk *C,
 	return release_into_both(b, h);
 }
 
-/* Regions ------------------------------------------------------------------ */
-
-static int regions_reserve(struct bfc *b)
-{
-	uint32_t cap = b->region_cap ? b->region_cap * 2 : REGIONS_MIN;
-	struct bfc_region *r;
-	uint32_t *o;
-
-	if (b->nr_regions < b->region_cap)
-		return 0;
-	if (b->region_cap >= (1u << 24))
-		return -BFC_ENOMEM;
-	r = bfc_env_alloc((size_t)cap * sizeof(*r));
-	o = bfc_env_alloc((size_t)cap * sizeof(*o));
-	if (!r || !o) {
-		if (r)
-			bfc_env_free(r, (size_t)cap * sizeof(*r));
-		if (o)
-			bfc_env_free(o, (size_t)cap * sizeof(*o));
-		return -BFC_ENOMEM;
-	}
-	if (b->regions) {
-		bfc_memcpy(r, b->regions, (size_t)b->region_cap * sizeof(*r));
-		bfc_memcpy(o, b->order, (size_t)b->region_cap * sizeof(*o));
-		bfc_env_free(b->regions, (size_t)b->region_cap * sizeof(*r));
-		bfc_env_free(b->order, (size_t)b->region_cap * sizeof(*o));
-	}
-	b->regions = r;
-	b->order = o;
-	b->region_cap = cap;
-	return 0;
-}
-
-/* Index in b->order of the first region whose base is > base. */
-static uint32_t order_upper(const struct bfc *b, uint64_t base)
-{
-	uint32_t lo = 0, hi = b->nr_regions;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b->regions[b->order[mid]].base <= base)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static void order_insert(struct bfc *b, uint32_t pos, uint32_t slot)
-{
-	uint32_t i;
-
-	for (i = b->nr_regions; i > pos; i--)
-		b->order[i] = b->order[i - 1];
-	b->order[pos] = slot;
-	b->nr_regions++;
-}
-
-static void order_remove(struct bfc *b, uint32_t pos)
-{
-	uint32_t i;
-
-	b->nr_regions--;
-	for (i = pos; i < b->nr_regions; i++)
-		b->order[i] = b->order[i + 1];
-}
-
-static inline uint64_t region_end(const struct bfc_region *r)
-{
-	return r->base + r->size;
-}
-
-uint32_t bfc__region_of(const struct bfc *b, uint64_t addr)
-{
-	uint32_t i = order_upper(b, addr);
-
-	if (i > 0 && region_end(&b->regions[b->order[i - 1]]) > addr)
-		return b->order[i - 1];
-	return UINT32_MAX;
-}
-
-/* A region id no live region has: counting up from 1, skipping 0 and,
- * once the count has wrapped (2^32 - 1 additions), the ids still in use.
- * O(regions) per addition; regions are few and rarely added.
+/* release() and slot_reserve() out of line, for bfc_region.c: adding a
+ * region is no hot path.
  */
-static uint32_t next_id(struct bfc *b)
+int bfc__slot_reserve(struct bfc *b, uint32_t n)
 {
-	uint32_t id, i;
-
-	for (;;) {
-		id = b->next_region_id++;
-		if (!b->next_region_id)
-			b->next_region_id = 1;
-		for (i = 0; i < b->nr_regions; i++)
-			if (b->regions[b->order[i]].id == id)
-				break;
-		if (i == b->nr_regions)
-			return id;
-	}
+	return slot_reserve(b, n);
 }
 
-/* Make slot e an edge at addr. */
-static void edge_init(struct bfc_chunk *C, uint32_t e, uint64_t addr)
+void bfc__release(struct bfc *b, uint32_t h)
 {
-	C[e].addr = addr;
-	C[e].size = 0;
-	C[e].flags = BFC_CF_LIVE | BFC_CF_HELD | BFC_CF_EDGE;
-	/* Older than every chunk, for policy AGE (cut_high()). */
-	C[e].u.requested = 0;
-	C[e].u.alloc_id = 0;
-}
-
-/* Link chunk h between a and z (neighbours until now). */
-static void link_between(struct bfc_chunk *C, uint32_t a, uint32_t h,
-			 uint32_t z)
-{
-	C[a].next = h;
-	C[h].prev = a;
-	C[h].next = z;
-	C[z].prev = h;
-}
-
-int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
-		   uint32_t *region_id)
-{
-	struct bfc_chunk *C;
-	struct bfc_region *r;
-	uint32_t pos, h, ri, below = UINT32_MAX, above = UINT32_MAX;
-	uint64_t end;
-
-	if (!size || (base & b->gmask) || (size & b->gmask) ||
-	    size > UINT64_MAX - base)
-		return -BFC_EINVAL;
-	end = base + size;
-	pos = order_upper(b, base);
-	if (pos > 0) {
-		r = &b->regions[b->order[pos - 1]];
-		if (region_end(r) > base)
-			return -BFC_EINVAL;
-		if (region_end(r) == base)
-			below = b->order[pos - 1];
-	}
-	if (pos < b->nr_regions) {
-		r = &b->regions[b->order[pos]];
-		if (r->base < end)
-			return -BFC_EINVAL;
-		if (r->base == end)
-			above = b->order[pos];
-	}
-	if (!(b->p.flags & BFC_MERGE_ADJACENT_REGIONS)) {
-		below = UINT32_MAX;
-		above = UINT32_MAX;
-	}
-	if (slot_reserve(b, 3) || regions_reserve(b))
-		return -BFC_ENOMEM;
-
-	C = b->chunks;
-	h = slot_get(b, C);
-	C[h].addr = base;
-	C[h].size = size;
-	C[h].flags = BFC_CF_LIVE;
-	b->st.reserved += size;
-	if (b->st.reserved > b->st.peak_reserved)
-		b->st.peak_reserved = b->st.reserved;
-
-	if (below != UINT32_MAX && above != UINT32_MAX) {
-		/* Join the two: the edges between them go. */
-		struct bfc_region *a = &b->regions[above];
-
-		ri = below;
-		r = &b->regions[ri];
-		link_between(C, C[r->hi].prev, h, C[a->lo].next);
-		slot_put(b, C, r->hi);
-		slot_put(b, C, a->lo);
-		r->hi = a->hi;
-		r->size += size + a->size;
-		a->id = 0;
-		order_remove(b, pos);
-	} else if (below != UINT32_MAX) {
-		/* Append to the region below: its high edge moves up. */
-		ri = below;
-		r = &b->regions[ri];
-		link_between(C, C[r->hi].prev, h, r->hi);
-		C[r->hi].addr = end;
-		r->size += size;
-	} else if (above != UINT32_MAX) {
-		/* Prepend to the region above: its low edge moves down. */
-		ri = above;
-		r = &b->regions[ri];
-		link_between(C, r->lo, h, C[r->lo].next);
-		C[r->lo].addr = base;
-		r->base = base;
-		r->size += size;
-	} else {
-		for (ri = 0; b->regions[ri].id; ri++)
-			;
-		r = &b->regions[ri];
-		r->base = base;
-		r->size = size;
-		r->id = next_id(b);
-		r->lo = slot_get(b, C);
-		r->hi = slot_get(b, C);
-		edge_init(C, r->lo, base);
-		edge_init(C, r->hi, end);
-		C[r->lo].prev = 0;
-		C[r->hi].next = 0;
-		link_between(C, r->lo, h, r->hi);
-		order_insert(b, pos, ri);
-	}
-	C[h].cls = (uint16_t)bfc__class_of(b, size);
-	release(b, C, h, C[h].cls);
-	b->st.regions = b->nr_regions;
-	if (region_id)
-		*region_id = b->regions[ri].id;
-	return 0;
-}
-
-/* Remove the region at order[pos] if it is wholly free. */
-static int remove_at(struct bfc *b, uint32_t pos, uint64_t *base,
-		     uint64_t *size)
-{
-	struct bfc_chunk *C = b->chunks;
-	uint32_t ri = b->order[pos];
-	struct bfc_region *r = &b->regions[ri];
-	uint32_t h = C[r->lo].next;
-
-	if ((C[h].flags & BFC_CF_HELD) || C[h].next != r->hi)
-		return -BFC_EBUSY;
-	if (base)
-		*base = r->base;
-	if (size)
-		*size = r->size;
-	bfc__class_remove(b, C, h);
-	slot_put(b, C, h);
-	slot_put(b, C, r->lo);
-	slot_put(b, C, r->hi);
-	b->st.chunks_free--;
-	b->st.reserved -= r->size;
-	r->id = 0;
-	order_remove(b, pos);
-	b->st.regions = b->nr_regions;
-	return 0;
-}
-
-int bfc_remove_region(struct bfc *b, uint32_t region_id, uint64_t *base,
-		      uint64_t *size)
-{
-	uint32_t pos;
-
-	if (!region_id)
-		return -BFC_ENOENT;
-	for (pos = 0; pos < b->nr_regions; pos++)
-		if (b->regions[b->order[pos]].id == region_id)
-			return remove_at(b, pos, base, size);
-	return -BFC_ENOENT;
-}
-
-uint64_t bfc_remove_free_regions(struct bfc *b,
-				 void (*release_fn)(void *ctx, uint64_t base,
-						    uint64_t size),
-				 void *ctx)
-{
-	uint64_t total = 0, base, size;
-	uint32_t pos = 0;
-
-	while (pos < b->nr_regions) {
-		if (remove_at(b, pos, &base, &size)) {
-			pos++;
-			continue;
-		}
-		total += size;
-		if (release_fn)
-			release_fn(ctx, base, size);
-	}
-	return total;
+	release(b, b->chunks, h, b->chunks[h].cls);
 }
 
 /* Allocation ---------------------------------------------------------------- */
@@ -981,7 +587,7 @@ static noinline int alloc_slow(struct bfc *b, uint64_t size, bfc_handle_t *hp,
 	C = b->chunks;		/* may have moved */
 	from = cs;
 	if (cut) {
-		n = slot_get(b, C);
+		n = bfc__slot_get(b, C);
 		split(b, C, h, n, r, bfc__class_of(b, r));
 		bfc__class_rekey(b, C, h, bfc__class_of(b, cs - r));
 		h = n;
@@ -1139,36 +745,7 @@ int bfc_lookup(const struct bfc *b, uint64_t addr, bfc_handle_t *h)
 	return 0;
 }
 
-/* Chunks --------------------------------------------------------------------- */
-
-static void fill_info(const struct bfc *b, uint32_t h, uint32_t region_id,
-		      struct bfc_chunk_info *info)
-{
-	const struct bfc_chunk *c = &b->chunks[h];
-	bool used = c->flags & BFC_CF_HELD;
-
-	info->addr = c->addr;
-	info->size = c->size;
-	info->requested = used ? c->u.requested : 0;
-	info->alloc_id = used ? c->u.alloc_id : 0;
-	info->tag = c->flags & BFC_CF_TAGGED ? c->u.tag : 0;
-	info->region_id = region_id;
-	info->bin = bfc_bin_of(b, c->size);
-	info->in_use = used;
-}
-
-int bfc_chunk_info(const struct bfc *b, bfc_handle_t h,
-		   struct bfc_chunk_info *info)
-{
-	uint32_t ri;
-
-	if (!bfc__is_chunk(b, h) || !info)
-		return -BFC_EINVAL;
-	ri = bfc__region_of(b, b->chunks[h].addr);
-	BFC_ASSERT(ri != UINT32_MAX, "a chunk outside every region");
-	fill_info(b, h, ri != UINT32_MAX ? b->regions[ri].id : 0, info);
-	return 0;
-}
+/* Changing chunks: tags, spans taken, splits ------------------------------- */
 
 int bfc_set_tag(struct bfc *b, bfc_handle_t h, uint64_t tag)
 {
@@ -1177,133 +754,6 @@ int bfc_set_tag(struct bfc *b, bfc_handle_t h, uint64_t tag)
 	b->chunks[h].u.tag = tag;
 	b->chunks[h].flags |= BFC_CF_TAGGED;
 	return 0;
-}
-
-/* The name in parentheses: checkpatch takes "for_each...(" for a loop
- * macro and wants the function's brace on this line.
- */
-int (bfc_for_each_chunk)(const struct bfc *b,
-			 int (*fn)(void *ctx, const struct bfc_chunk_info *c),
-			 void *ctx)
-{
-	struct bfc_chunk_info info;
-	uint32_t pos, h;
-	int ret;
-
-	for (pos = 0; pos < b->nr_regions; pos++) {
-		const struct bfc_region *r = &b->regions[b->order[pos]];
-
-		for (h = b->chunks[r->lo].next; h != r->hi;
-		     h = b->chunks[h].next) {
-			fill_info(b, h, r->id, &info);
-			ret = fn(ctx, &info);
-			if (ret)
-				return ret;
-		}
-	}
-	return 0;
-}
-
-int bfc_walk_chunks(const struct bfc *b, struct bfc_cursor *cur,
-		    uint32_t max,
-		    int (*fn)(void *ctx, const struct bfc_chunk_info *c),
-		    void *ctx)
-{
-	const struct bfc_chunk *C = b->chunks;
-	struct bfc_chunk_info info;
-	uint32_t i = order_upper(b, cur->pos), seen = 0, h;
-	int ret;
-
-	/* Go on in the region holding pos, if any: from the hint if it is a
-	 * chunk of that region at or below pos, else from its start.
-	 */
-	if (i > 0 && region_end(&b->regions[b->order[i - 1]]) > cur->pos)
-		i--;
-	for (; i < b->nr_regions; i++) {
-		const struct bfc_region *r = &b->regions[b->order[i]];
-
-		h = C[r->lo].next;
-		if (bfc__is_chunk(b, cur->hint) && C[cur->hint].addr <= cur->pos &&
-		    C[cur->hint].addr >= r->base)
-			h = cur->hint;
-		for (; h != r->hi; h = C[h].next) {
-			if (max && seen++ >= max) {
-				cur->hint = h;
-				return BFC_WALK_MORE;
-			}
-			if (C[h].addr >= cur->pos) {
-				fill_info(b, h, r->id, &info);
-				cur->pos = info.addr + info.size;
-				cur->hint = C[h].next;
-				ret = fn(ctx, &info);
-				if (ret)
-					return ret;
-			}
-		}
-		/* The region ends here; all of it has been looked at. */
-		cur->pos = region_end(r);
-		cur->hint = 0;
-	}
-	cur->hint = 0;
-	return 0;
-}
-
-uint64_t bfc_free_at_top(const struct bfc *b)
-{
-	const struct bfc_chunk *c;
-
-	if (!b->nr_regions)
-		return 0;
-	c = &b->chunks[b->chunks[b->regions[b->order[b->nr_regions - 1]].hi].prev];
-	return c->flags & BFC_CF_HELD ? 0 : c->size;
-}
-
-static uint64_t bfc_span_flush(uint64_t start, uint64_t end, uint64_t align,
-			       void (*fn)(void *ctx, uint64_t base,
-					  uint64_t size),
-			       void *ctx)
-{
-	uint64_t lo = ((start - 1) | (align - 1)) + 1, hi = end & ~(align - 1);
-
-	if (end == start || start + align - 1 < start || hi <= lo)
-		return 0;	/* empty, wraps, or no whole block */
-	if (fn)
-		fn(ctx, lo, hi - lo);
-	return hi - lo;
-}
-
-uint64_t bfc_free_spans(const struct bfc *b, uint64_t align,
-			void (*fn)(void *ctx, uint64_t base, uint64_t size),
-			void *ctx)
-{
-	uint64_t start = 0, end = 0, n = 0;
-	uint32_t pos, h;
-
-	if (!align || (align & (align - 1)))
-		return 0;
-	/* A run of free chunks goes on while the next free chunk starts
-	 * where it ends: in the same region, or in the next one.
-	 */
-	for (pos = 0; pos < b->nr_regions; pos++) {
-		const struct bfc_region *r = &b->regions[b->order[pos]];
-
-		for (h = b->chunks[r->lo].next; h != r->hi;
-		     h = b->chunks[h].next) {
-			const struct bfc_chunk *c = &b->chunks[h];
-
-			if (c->flags & BFC_CF_HELD) {
-				n += bfc_span_flush(start, end, align, fn, ctx);
-				start = end = 0;
-			} else if (end != start && c->addr == end) {
-				end += c->size;
-			} else {
-				n += bfc_span_flush(start, end, align, fn, ctx);
-				start = c->addr;
-				end = c->addr + c->size;
-			}
-		}
-	}
-	return n + bfc_span_flush(start, end, align, fn, ctx);
 }
 
 /* A free piece of a chunk being taken apart (flags LIVE, in no class):
@@ -1347,12 +797,12 @@ uint64_t bfc_take_free_spans(struct bfc *b, uint64_t align,
 			bfc__class_remove(b, C, h);
 			b->st.chunks_free--;
 			if (lo > C[h].addr) {
-				x = slot_get(b, C);
+				x = bfc__slot_get(b, C);
 				split_front(C, h, x, lo - C[h].addr, 0);
 				take_piece_free(b, C, x);
 			}
 			if (hi < end) {
-				x = slot_get(b, C);
+				x = bfc__slot_get(b, C);
 				split_back(C, h, x, end - hi, 0);
 				take_piece_free(b, C, x);
 			}
@@ -1376,7 +826,7 @@ int bfc_split(struct bfc *b, bfc_handle_t h, uint64_t size, bfc_handle_t *rest)
 	if (slot_reserve(b, 1))
 		return -BFC_ENOMEM;
 	C = b->chunks;
-	n = slot_get(b, C);
+	n = bfc__slot_get(b, C);
 	xs = C[h].size - size;
 	split_back(C, h, n, xs, bfc__class_of(b, xs));
 	c = &C[h];
@@ -1393,21 +843,6 @@ int bfc_split(struct bfc *b, bfc_handle_t h, uint64_t size, bfc_handle_t *rest)
 	hash_link(b, C, n);
 	if (rest)
 		*rest = n;
-	return 0;
-}
-
-int bfc_free_neighbours(const struct bfc *b, bfc_handle_t h, uint64_t *prev,
-			uint64_t *next)
-{
-	const struct bfc_chunk *C = b->chunks, *p, *n;
-
-	if (!bfc__is_chunk(b, h))
-		return -BFC_EINVAL;
-	/* Edges are HELD: a chunk's neighbours always exist. */
-	p = &C[C[h].prev];
-	n = &C[C[h].next];
-	*prev = p->flags & BFC_CF_HELD ? 0 : p->size;
-	*next = n->flags & BFC_CF_HELD ? 0 : n->size;
 	return 0;
 }
 

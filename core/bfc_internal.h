@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
 /*
  * bfc_internal.h - private to core/bfc*.c: the metadata layout and the
- * functions the core's files share.  See the comment at the top of bfc.c
- * for the design.  Cross-file functions are named bfc__*.
+ * functions the core's files share.  The design: docs/bfc.md.
+ * Cross-file functions are named bfc__*.
  */
 #ifndef GPUPOOL_BFC_INTERNAL_H
 #define GPUPOOL_BFC_INTERNAL_H
@@ -406,6 +406,44 @@ static inline uint64_t bfc__hash_bucket(const struct bfc *b, uint64_t addr)
 	return (addr * b->hash_mul) >> b->hash_shift;
 }
 
+/* bfc.c: chunk slots, and release() for bfc_region.c. */
+
+/* A slot (slot_reserve() made sure there is one); the caller sets its
+ * flags and the fields it needs.
+ */
+static __always_inline uint32_t bfc__slot_get(struct bfc *b,
+					      struct bfc_chunk *C)
+{
+	uint32_t h = b->free_slot;
+
+	b->free_slot = C[h].next;
+	return h;
+}
+
+static __always_inline void bfc__slot_put(struct bfc *b, struct bfc_chunk *C,
+					  uint32_t h)
+{
+	C[h].flags = 0;
+	C[h].next = b->free_slot;
+	b->free_slot = h;
+}
+
+/* Make sure bfc__slot_get() can succeed n times (n <= 64). */
+int bfc__slot_reserve(struct bfc *b, uint32_t n);
+/* Chunk h has just become free, its cls the class of its size: coalesce
+ * and index it (bfc.c's release()).
+ */
+void bfc__release(struct bfc *b, uint32_t h);
+
+/* bfc_region.c: regions, sorted by base in b->order. */
+
+static inline uint64_t bfc__region_end(const struct bfc_region *r)
+{
+	return r->base + r->size;
+}
+
+/* Index in b->order of the first region whose base is > base. */
+uint32_t bfc__order_upper(const struct bfc *b, uint64_t base);
 /* The region slot whose range holds addr, or UINT32_MAX.  O(log regions). */
 uint32_t bfc__region_of(const struct bfc *b, uint64_t addr);
 
