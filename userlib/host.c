@@ -36,27 +36,19 @@
 static void gp_idle_add(struct gp_ctx *ctx, struct gp_seg *seg)
 {
 	seg->idle_since = gp_now_ms();
-	seg->idle_next = NULL;
-	seg->idle_prev = ctx->idle_tail;
-	if (ctx->idle_tail)
-		ctx->idle_tail->idle_next = seg;
-	else
-		ctx->idle_head = seg;
-	ctx->idle_tail = seg;
+	gp_list_add_tail(&ctx->idle, &seg->idle_link);
 	ctx->idle_bytes += seg->size;
+}
+
+/* The oldest idle segment, or NULL. */
+static struct gp_seg *gp_idle_oldest(struct gp_ctx *ctx)
+{
+	return gp_list_first(&ctx->idle, struct gp_seg, idle_link);
 }
 
 static void gp_idle_del(struct gp_ctx *ctx, struct gp_seg *seg)
 {
-	if (seg->idle_prev)
-		seg->idle_prev->idle_next = seg->idle_next;
-	else
-		ctx->idle_head = seg->idle_next;
-	if (seg->idle_next)
-		seg->idle_next->idle_prev = seg->idle_prev;
-	else
-		ctx->idle_tail = seg->idle_prev;
-	seg->idle_prev = seg->idle_next = NULL;
+	gp_list_del(&seg->idle_link);
 	ctx->idle_bytes -= seg->size;
 }
 
@@ -141,10 +133,7 @@ void gp_seg_unregister(struct gp_ctx *ctx, struct gp_seg *seg)
 /* A mapped (and registered) segment joins the context's list and figures. */
 void gp_seg_link(struct gp_ctx *ctx, struct gp_seg *seg)
 {
-	seg->next = ctx->segs;
-	if (ctx->segs)
-		ctx->segs->prev = seg;
-	ctx->segs = seg;
+	gp_list_add(&ctx->segs, &seg->link);
 	ctx->hst.reserved += seg->size;
 	if (ctx->hst.reserved > ctx->hst.peak_reserved)
 		ctx->hst.peak_reserved = ctx->hst.reserved;
@@ -189,12 +178,7 @@ void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg)
 	gp_io_seg_gone(ctx, seg);
 	gp_seg_unregister(ctx, seg);
 	ctx->ops->unmap(ctx, seg);
-	if (seg->prev)
-		seg->prev->next = seg->next;
-	else
-		ctx->segs = seg->next;
-	if (seg->next)
-		seg->next->prev = seg->prev;
+	gp_list_del(&seg->link);
 	ctx->hst.reserved -= seg->size;
 	ctx->hst.segments--;
 	if (seg->huge)
@@ -223,13 +207,15 @@ static void gp_host_gc(struct gp_ctx *ctx)
 	uint64_t cap = ctx->opt.host_cache_max;
 	uint64_t idle_ms = ctx->opt.host_gc_idle_ms;
 
+	struct gp_seg *seg;
+
 	while (cap && ctx->idle_bytes > cap)
-		gp_release_idle_seg(ctx, ctx->idle_head);
+		gp_release_idle_seg(ctx, gp_idle_oldest(ctx));
 	if (idle_ms) {
 		uint64_t now = gp_now_ms();
 
-		while (ctx->idle_head && now - ctx->idle_head->idle_since >= idle_ms)
-			gp_release_idle_seg(ctx, ctx->idle_head);
+		while ((seg = gp_idle_oldest(ctx)) && now - seg->idle_since >= idle_ms)
+			gp_release_idle_seg(ctx, seg);
 	}
 }
 
@@ -248,8 +234,8 @@ int gp_host_make_room(struct gp_ctx *ctx, uint64_t size)
 
 	if (!limit)
 		return 0;
-	while (ctx->hst.reserved + size > limit && ctx->idle_head)
-		gp_release_idle_seg(ctx, ctx->idle_head);
+	while (ctx->hst.reserved + size > limit && !gp_list_empty(&ctx->idle))
+		gp_release_idle_seg(ctx, gp_idle_oldest(ctx));
 	if (ctx->hst.reserved + size <= limit)
 		return 0;
 	return gp_err(ctx, -ENOMEM,
@@ -262,8 +248,8 @@ int gp_host_make_room(struct gp_ctx *ctx, uint64_t size)
 
 static void gp_release_all_idle(struct gp_ctx *ctx)
 {
-	while (ctx->idle_head)
-		gp_release_idle_seg(ctx, ctx->idle_head);
+	while (!gp_list_empty(&ctx->idle))
+		gp_release_idle_seg(ctx, gp_idle_oldest(ctx));
 }
 
 /*
@@ -273,7 +259,7 @@ static void gp_release_all_idle(struct gp_ctx *ctx)
  */
 static bool gp_host_release_idle(struct gp_ctx *ctx)
 {
-	if (!ctx->idle_head)
+	if (gp_list_empty(&ctx->idle))
 		return false;
 	gp_debug(ctx, "segment refused: releasing %llu idle bytes and retrying",
 		 (unsigned long long)ctx->idle_bytes);
@@ -471,7 +457,7 @@ out:
 	/* host_cache_max and host_gc_idle_ms, checked on every free that could
 	 * matter: with something idle (O(1) unless something is due).
 	 */
-	if (ctx->idle_head)
+	if (!gp_list_empty(&ctx->idle))
 		gp_host_gc(ctx);
 	pthread_mutex_unlock(&ctx->host_lock);
 	return ret;
@@ -505,6 +491,71 @@ GP_API int gp_host_stats(struct gp_ctx *ctx, struct gp_host_stats *st)
 	return 0;
 }
 
+/* What the file reader asks ------------------------------------------------- */
+
+struct gp_find {
+	uint64_t addr, len;
+	int found;		/* 1 inside one allocation, -1 not */
+};
+
+static int gp_find_chunk(void *arg, const struct bfc_chunk_info *c)
+{
+	struct gp_find *f = arg;
+
+	if (c->addr + c->size <= f->addr)
+		return 0;
+	f->found = c->in_use && c->addr <= f->addr &&
+		   f->addr + f->len <= c->addr + c->size ? 1 : -1;
+	return -1;
+}
+
+/* host_lock held.  The segment of the buffer holding [addr, addr + len),
+ * or NULL.
+ */
+static struct gp_seg *gp_host_find(struct gp_ctx *ctx, uint64_t addr,
+				   uint64_t len)
+{
+	struct gp_find f = { .addr = addr, .len = len };
+	struct gp_seg *seg = NULL;
+	struct bfc_cursor cur;
+	struct gp_list *pos;
+
+	gp_list_each(pos, &ctx->segs) {
+		struct gp_seg *s = gp_list_entry(pos, struct gp_seg, link);
+
+		if (addr >= s->addr && addr - s->addr < s->size) {
+			seg = s;
+			break;
+		}
+	}
+	if (!seg || len > seg->size - (addr - seg->addr))
+		return NULL;
+	if (seg->kind == GP_SEG_OWN || seg->kind == GP_SEG_IMPORT)
+		return seg;
+	if (seg->kind >= GP_NR_HPOOLS)
+		return NULL;
+	memset(&cur, 0, sizeof(cur));
+	cur.pos = seg->addr;
+	while (bfc_walk_chunks(ctx->hp[seg->kind].b, &cur, 0, gp_find_chunk,
+			       &f) == BFC_WALK_MORE)
+		;
+	return f.found == 1 ? seg : NULL;
+}
+
+int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,
+		   int (*fn)(void *arg, const struct gp_seg *seg), void *arg)
+{
+	struct gp_seg *seg;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&ctx->host_lock);
+	seg = gp_host_find(ctx, addr, len);
+	if (seg)
+		ret = fn ? fn(arg, seg) : 0;
+	pthread_mutex_unlock(&ctx->host_lock);
+	return ret;
+}
+
 /* Set up / tear down --------------------------------------------------------- */
 
 int gp_host_init(struct gp_ctx *ctx)
@@ -512,6 +563,8 @@ int gp_host_init(struct gp_ctx *ctx)
 	struct bfc_params p;
 	int ret;
 
+	gp_list_init(&ctx->segs);
+	gp_list_init(&ctx->idle);
 	bfc_params_default(&p, GP_HOST_SMALL_GRAN);
 	p.policy = gp_bfc_policy(ctx);
 	ret = bfc_create(&ctx->hp[GP_POOL_SMALL].b, &p);
@@ -529,10 +582,10 @@ void gp_host_fini(struct gp_ctx *ctx)
 {
 	int kind;
 
-	while (ctx->segs) {
-		struct gp_seg *seg = ctx->segs;
+	while (!gp_list_empty(&ctx->segs)) {
+		struct gp_seg *seg = gp_list_first(&ctx->segs, struct gp_seg, link);
 
-		if (seg->idle_prev || seg->idle_next || ctx->idle_head == seg)
+		if (gp_list_linked(&seg->idle_link))
 			gp_idle_del(ctx, seg);
 		gp_seg_destroy(ctx, seg);
 	}

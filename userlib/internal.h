@@ -22,6 +22,8 @@
 #include "gpupool.h"
 #include "bfc.h"
 #include "cuda.h"
+#include "list.h"
+#include "io/io.h"
 
 #define GP_API __attribute__((visibility("default")))
 
@@ -86,8 +88,8 @@ struct gp_seg {
 	bool locked;		/* user backend: mlocked */
 	uint16_t parts;		/* user backend: memfds mapped side by side (0: one) */
 	uint64_t part_size;	/* user backend: each but the last one's size */
-	struct gp_seg *prev, *next;		/* all segments of the context */
-	struct gp_seg *idle_prev, *idle_next;	/* LRU of idle pool segments */
+	struct gp_list link;		/* all segments of the context */
+	struct gp_list idle_link;	/* LRU of idle pool segments */
 };
 #define GP_SEG_OWN	0x10	/* GP_HOST_SHARED buffer: a segment of its own */
 #define GP_SEG_IMPORT	0x11	/* mapped by gp_host_import() */
@@ -162,8 +164,8 @@ struct gp_ctx {
 	pthread_mutex_t host_lock;
 	struct gp_hpool hp[GP_NR_HPOOLS];
 	struct gp_map own;		/* addr -> own / imported segment */
-	struct gp_seg *segs;		/* every host segment */
-	struct gp_seg *idle_head, *idle_tail;
+	struct gp_list segs;		/* every host segment */
+	struct gp_list idle;		/* idle pool segments, oldest first */
 	uint64_t idle_bytes;
 	struct gp_host_stats hst;
 	/* The runtime refused to initialize CUDA in this process (as it does
@@ -176,7 +178,7 @@ struct gp_ctx {
 	pthread_mutex_t dev_lock;
 	struct gp_dpool **dev;		/* cuda.device_count entries */
 
-	struct gp_io *io;		/* io.c, created on first use */
+	struct gp_reader_pool *io;	/* io/, created on first use */
 
 	/* The last error. */
 	pthread_mutex_t err_lock;
@@ -208,11 +210,14 @@ void gp_seg_link(struct gp_ctx *ctx, struct gp_seg *seg);
  * segments; -ENOMEM (message set) when even that is not enough.
  */
 int gp_host_make_room(struct gp_ctx *ctx, uint64_t size);
+/* The segment of [addr, addr + len) when that lies inside one buffer in use
+ * (a pool block, a shared or an imported buffer): fn(arg, seg) runs on it
+ * under host_lock, the same hold as the lookup, and its value is returned;
+ * -ENOENT (fn not called) when there is none.
+ */
+int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,
+		   int (*fn)(void *arg, const struct gp_seg *seg), void *arg);
 
-/* io.c: a segment goes (host_lock held); the context closes; gp_info. */
-void gp_io_seg_gone(struct gp_ctx *ctx, struct gp_seg *seg);
-void gp_io_fini(struct gp_ctx *ctx);
-uint32_t gp_io_fixed_state(struct gp_ctx *ctx);
 
 /* dev.c */
 void gp_dev_fini(struct gp_ctx *ctx);

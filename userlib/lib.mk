@@ -1,7 +1,7 @@
 # What it takes to compile libgpupool's sources: shared by userlib/Makefile
 # (the installed library) and tests/lib/Makefile (a sanitized copy).
-LIB_SRCS := $(wildcard $(TOP)/userlib/*.c) $(wildcard $(TOP)/core/*.c)
-LIB_HDRS := $(wildcard $(TOP)/userlib/*.h) $(wildcard $(TOP)/core/*.h) \
+LIB_SRCS := $(wildcard $(TOP)/userlib/*.c $(TOP)/userlib/*/*.c) $(wildcard $(TOP)/core/*.c)
+LIB_HDRS := $(wildcard $(TOP)/userlib/*.h $(TOP)/userlib/*/*.h) $(wildcard $(TOP)/core/*.h) \
 	    $(TOP)/include/gpupool.h $(TOP)/include/uapi/linux/gpupool.h
 LIB_CPPFLAGS := $(CPPFLAGS) -I$(TOP)/userlib -I$(TOP)/core \
 		-DGP_HAVE_CUDA_HEADERS=$(HAVE_CUDA)
