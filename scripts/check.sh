@@ -20,7 +20,8 @@
 #   5. the Debian packages: built, lintian, installed here (DKMS builds the
 #      module for both kernels), upgraded from an older build, the installed
 #      module loaded in a VM per kernel, purged (scripts/deb-check.sh)
-#   (3 then 5 run beside 4, one series per core)
+#   (3, 4 and 5 in two lanes, one per core: whichever is free takes the
+#   next block)
 #   (the library's tests run on the user backend here and again, on the
 #   kernel backend, inside the VM on each kernel)
 # The last line printed is the sum over all suites: `N passed, N failed,
@@ -56,8 +57,13 @@ mkdir -p "$O"
 # group competes with the others at its own nice value, whatever its
 # tasks' nice: the group's must be lowered too, or the build takes half of
 # the CPU from the suites (each VM suite then ran twice as long).
-setsid sh -c 'echo 19 2>/dev/null >/proc/self/autogroup; exec nice -n 19 "$@"' \
-	debug-kernel "$top/scripts/debug-kernel.sh" --hold "$$" \
+# Its exit status goes to $dbg_rc_file when it ends: the lanes below poll
+# for it (a lane is a subshell, which cannot wait for its parent's child).
+dbg_rc_file=$O/debug-kernel.rc
+rm -f "$dbg_rc_file"
+setsid sh -c 'echo 19 2>/dev/null >/proc/self/autogroup; rc_file=$1; shift
+	nice -n 19 "$@"; echo $? > "$rc_file"' \
+	debug-kernel "$dbg_rc_file" "$top/scripts/debug-kernel.sh" --hold "$$" \
 	> "$dbg_out" 2> "$dbg_log" &
 dbg_pid=$!
 trap 'kill -- "-$dbg_pid" 2>/dev/null' EXIT
@@ -230,60 +236,100 @@ kernel_block() {
 	return $st
 }
 
-# Two series side by side from here, one per core (a VM is one host
-# thread: single-threaded TCG, see vm/run-vm.sh):
-#   - the stock kernels' VM suites, one kernel after the other, then the
-#     Debian packages' check;
-#   - the debug kernel: its build (in the background since the start, at
-#     the lowest priority) gets the core the first series leaves, then its
-#     VM suite runs.
-# Each part's output goes to a log of its own, printed whole at the end in
-# the order above, the debug kernel's before the packages'.
-stock_series() {
-	ss=0
-	for k in $kvers; do
-		kernel_block "$k" > "$O/check-vm-$k.log" 2>&1 || ss=1
+# The debug kernel's suite, once its build (started above) has ended.
+debug_block() {
+	step "the debug kernel: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection, dmem"
+	# Built once per machine from Debian's linux-source-7.2 (cached in
+	# /var/cache/gpupool/debug-kernel, for every clone, while the
+	# fragment, the script, the sources and the compiler are unchanged;
+	# started in the background above); the whole VM suite runs on it and
+	# any splat or kmemleak report fails the test it happened in.  It
+	# boots through the firmware (--no-pvh): this kernel's PVH entry dies
+	# before the console under KASAN.  no5lvl: 4-level paging, which 7.2
+	# no longer lets the configuration choose (vm/debug-kernel.config,
+	# CONFIG_X86_5LEVEL).
+	while ! debug_built; do
+		sleep 5
 	done
-	{
+	cat "$dbg_log"
+	if [ "$(cat "$dbg_rc_file" 2>/dev/null)" = 0 ] &&
+	   dbg=$(cat "$dbg_out") &&
+	   drel=$(cat "$dbg/include/config/kernel.release") &&
+	   "$top/scripts/build-module.sh" "$drel" "$O/kmod/debug" "$dbg" >/dev/null; then
+		step "VM suite on the debug kernel $drel"
+		vm debug --kernel "$dbg/arch/x86/boot/bzImage" \
+			--kbuild "$dbg" --no-pvh --cmdline-extra no5lvl \
+			--ko "$O/kmod/debug/gpupool.ko" --tests "$O/tests/vm" \
+			--build-dir "$O" --quiet --timeout 1700 --test-timeout 600
+	else
+		echo "check: the debug kernel or the module for it did not build"
+		echo "pass=0 fail=1 skip=0" > "$results/debug-kernel.counts"
+		return 1
+	fi
+}
+
+# Has the debug kernel's build ended (its status written, or the process
+# gone or a zombie without writing one: then it failed)?
+debug_built() {
+	[ -e "$dbg_rc_file" ] && return 0
+	st=$(sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$dbg_pid/stat" 2>/dev/null)
+	[ -z "$st" ] || [ "$st" = Z ]
+}
+
+deb_block() {
 	step "Debian packages: lintian, install, DKMS, upgrade, a VM loading the installed module, purge"
 	# shellcheck disable=SC2086
 	"$top/scripts/deb-check.sh" $kvers
-	} > "$O/check-deb.log" 2>&1 || ss=1
-	return $ss
 }
-stock_series &
-stock_pid=$!
 
-{
-step "the debug kernel: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection, dmem"
-# Built once per machine from Debian's linux-source-7.2 (cached in
-# /var/cache/gpupool/debug-kernel, for every clone, while the fragment, the
-# script, the sources and the compiler are unchanged; started in the
-# background above); the whole VM suite runs on it and any splat or
-# kmemleak report fails the test it happened in.  It boots through the
-# firmware (--no-pvh): this kernel's PVH entry dies before the console
-# under KASAN.  no5lvl: 4-level paging, which 7.2 no longer lets the
-# configuration choose (vm/debug-kernel.config, CONFIG_X86_5LEVEL).
-wait "$dbg_pid"
-dbg_rc=$?
-cat "$dbg_log"
-if [ "$dbg_rc" -eq 0 ] && dbg=$(cat "$dbg_out") &&
-   drel=$(cat "$dbg/include/config/kernel.release") &&
-   "$top/scripts/build-module.sh" "$drel" "$O/kmod/debug" "$dbg" >/dev/null; then
-	step "VM suite on the debug kernel $drel"
-	vm debug --kernel "$dbg/arch/x86/boot/bzImage" \
-		--kbuild "$dbg" --no-pvh --cmdline-extra no5lvl \
-		--ko "$O/kmod/debug/gpupool.ko" --tests "$O/tests/vm" \
-		--build-dir "$O" --quiet --timeout 1700 --test-timeout 600 ||
-		status=1
-else
-	echo "check: the debug kernel or the module for it did not build"
-	echo "pass=0 fail=1 skip=0" > "$results/debug-kernel.counts"
-	status=1
-fi
-} > "$O/check-debug.log" 2>&1
-
-wait "$stock_pid" || status=1
+# From here two lanes, one per core (a VM is one host thread at a time:
+# single-threaded TCG, see vm/run-vm.sh), take the remaining blocks in
+# turn: each stock kernel's VM suites, the Debian packages' check, and the
+# debug kernel's suite, which a lane takes as soon as that kernel is built
+# (at once when the cache has it; otherwise its build, at the lowest
+# priority, gets what the lanes leave, then the cores once they are done).
+# Whichever lane is free takes the next block, so that neither core idles
+# while the other has two blocks still to run.  A block is claimed by
+# creating its directory (atomic); its output goes to a log of its own,
+# printed whole at the end in a fixed order; a failed block leaves a mark.
+lanes=$O/lanes
+rm -rf "$lanes"
+mkdir -p "$lanes"
+claim() {
+	mkdir "$lanes/$1" 2>/dev/null
+}
+run_block() {
+	case $1 in
+	debug) debug_block > "$O/check-debug.log" 2>&1 ;;
+	deb) deb_block > "$O/check-deb.log" 2>&1 ;;
+	vm-*) kernel_block "${1#vm-}" > "$O/check-$1.log" 2>&1 ;;
+	esac || : > "$lanes/$1/failed"
+}
+blocks=""
+for k in $kvers; do
+	blocks="$blocks vm-$k"
+done
+blocks="$blocks deb"
+lane() {
+	for b in $blocks; do
+		if debug_built && claim debug; then
+			run_block debug
+		fi
+		if claim "$b"; then
+			run_block "$b"
+		fi
+	done
+	if claim debug; then
+		run_block debug
+	fi
+}
+lane &
+lane_pid=$!
+lane
+wait "$lane_pid"
+for b in $blocks debug; do
+	[ -e "$lanes/$b/failed" ] && status=1
+done
 for k in $kvers; do
 	cat "$O/check-vm-$k.log"
 done
