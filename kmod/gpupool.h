@@ -28,6 +28,7 @@
 #include <linux/atomic.h>
 #include <linux/kref.h>
 #include <linux/kernel.h>
+#include <linux/ktime.h>
 #include <linux/list.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
@@ -232,11 +233,15 @@ u64 gp_pool_size(void);
 u64 gp_pool_max_size(void);
 u64 gp_pool_reserve_ns(void);
 u64 gp_pool_node_mask(void);
+u64 gp_pool_peak_in_use(void);
 struct gp_node *gp_pool_node(int nid);
 int gp_pool_alloc(u64 size, int nid, bool strict_node,
 		  struct gp_holder *holder, const struct gp_charge *charge,
 		  struct gp_chunk **out);
 void gp_pool_release_chunk(struct gp_chunk *c);
+void gp_pool_count_failure(int nid);
+
+/* pool_stats.c: the pool's figures and /proc's bin table and map. */
 void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s);
 /* A node's figures for /proc's bin table and map (gp_pool_stats()). */
 struct gp_map {
@@ -247,10 +252,8 @@ struct gp_map {
 void gp_pool_stats(struct gpupool_pool_stats *total,
 		   struct gpupool_pool_stats *nodes, struct gp_map *maps);
 void gp_pool_count_limit_denial(void);
-void gp_pool_count_failure(int nid);
 void gp_pool_show_bins(struct seq_file *m, const struct gp_map *maps);
 void gp_pool_show_map(struct seq_file *m, const struct gp_map *maps);
-int gp_publish_blocks(struct gp_node *n, unsigned long count);
 
 /* figures.c: the figures of a sub-pool's bfc, kept as chunks change. */
 void gp_figures_init(struct gp_figures *f, u64 space);
@@ -288,12 +291,34 @@ static inline int gp_fig_alloc(struct gp_figures *f, struct bfc *b, u64 size,
 	return 0;
 }
 
-/* reserve.c: pages for the pool. */
-unsigned long gp_reserve_blocks(struct gp_node *n, unsigned long first,
-				unsigned long count);
+/*
+ * reserve.c: pages for the pool, block by block; it knows the node's block
+ * array, not the pool.
+ *
+ * The pool never takes a node's free + file-cache pages below this floor:
+ * the larger of 4x the node's high watermarks and 1/GP_FLOOR_DIV of its
+ * memory.  A reservation (at load or growing) stops there, as if the page
+ * allocator had refused, so a pool_size beyond the machine leaves it usable
+ * rather than pushing it into the OOM killer.
+ */
+#define GP_FLOOR_DIV	32
+
+/* One node's reservation in flight (gp_reserve_start() to _finish()). */
+struct gp_reserve_work;
+struct gp_reservation {
+	struct gp_node *node;
+	unsigned long first;
+	unsigned int nr_work;
+	struct gp_reserve_work *w;
+	ktime_t start;
+};
+int gp_reserve_start(struct gp_reservation *r, struct workqueue_struct *wq,
+		     struct gp_node *n, unsigned long first, unsigned long count);
+unsigned long gp_reserve_finish(struct gp_reservation *r, u64 *ns);
+unsigned long gp_reserve_blocks(struct workqueue_struct *wq, struct gp_node *n,
+				unsigned long first, unsigned long count);
 void gp_release_blocks(struct gp_node *n, unsigned long first,
 		       unsigned long count);
-int gp_reserve_all(u64 per_node, bool strict, u64 *ns);
 
 static inline struct page *gp_node_page(const struct gp_node *n,
 					unsigned long pg)

@@ -2,12 +2,14 @@
 /*
  * pool.c - the reserved pool: NUMA sub-pools, their 2 MiB blocks of pages,
  * reservation at load and growth, allocation, and the zeroing worker and
- * quarantine that take released chunks back.
+ * quarantine that take released chunks back.  What the pool's figures add
+ * up to and how /proc shows them is pool_stats.c's.
  *
  * Each sub-pool (struct gp_node) runs one struct bfc over an abstract
  * offset space: offset o lives in block o >> 21, so finding the page behind
  * any offset is one array index (gp_node_page()).  The blocks come from
- * reserve.c.
+ * reserve.c, which knows nothing of this file: the pool asks it for pages
+ * and makes them regions of its nodes' bfcs.
  *
  * Every page of the pool holds exactly one reference of ours while it is
  * in the pool.  Mappings add their own (vm_insert_pages()), GUP pins add
@@ -27,7 +29,6 @@
 #include <linux/mm.h>
 #include <linux/nodemask.h>
 #include <linux/sched/signal.h>
-#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/gpupool.h>
 
@@ -47,11 +48,10 @@ static u64 gp_reserve_ns;
 static u64 gp_max_size;
 static atomic64_t gp_live_bytes = ATOMIC64_INIT(0);
 static atomic64_t gp_peak_live_bytes = ATOMIC64_INIT(0);
-static atomic64_t gp_limit_denials = ATOMIC64_INIT(0);
 static bool gp_dying;
 
 /* Make [nr_blocks, nr_blocks + count) part of the node's bfc. */
-int gp_publish_blocks(struct gp_node *n, unsigned long count)
+static int gp_publish_blocks(struct gp_node *n, unsigned long count)
 {
 	int ret;
 
@@ -100,7 +100,7 @@ static int gp_node_grow(struct gp_node *n, u64 size, unsigned long seen_blocks)
 	want = clamp(n->next_grow_blocks, need, n->cap_blocks - have);
 
 	for (;;) {
-		got = gp_reserve_blocks(n, have, want);
+		got = gp_reserve_blocks(gp_wq, n, have, want);
 		if (got >= need)
 			break;
 		gp_release_blocks(n, have, got);
@@ -491,102 +491,7 @@ static void gp_quarantine_fn(struct work_struct *work)
 				   GP_QUARANTINE_RECHECK);
 }
 
-/* Statistics ------------------------------------------------------------------- */
-
-/*
- * A node's figures; with map, its bin table and map cells too (/proc),
- * all from one hold of its lock: one consistent picture, and a reader
- * takes the lock once per node.
- */
-static void gp_node_read(struct gp_node *n, struct gpupool_pool_stats *s,
-			 struct gp_map *map)
-{
-	struct bfc_stats st;
-	struct gp_counters c;
-
-	gp_node_lock(n);
-	bfc_get_stats(n->bfc, &st);
-	if (map) {
-		gp_fig_settle(&n->fig);
-		map->fig = n->fig;
-	}
-	spin_lock(&n->stat_lock);
-	c = n->c;
-	if (map) {
-		memcpy(map->zeroing, n->map_zeroing, sizeof(map->zeroing));
-		memcpy(map->quarantined, n->map_quarantined,
-		       sizeof(map->quarantined));
-	}
-	spin_unlock(&n->stat_lock);
-	mutex_unlock(&n->lock);
-
-	memset(s, 0, sizeof(*s));
-	s->total = st.reserved;
-	s->free = st.free_bytes;
-	s->in_use = c.live_bytes;
-	s->peak_in_use = c.peak_live_bytes;
-	s->zeroing = c.zeroing_bytes;
-	s->quarantined = c.quarantined_bytes;
-	s->largest_free = st.largest_free;
-	s->chunks_in_use = c.live_chunks;
-	s->chunks_free = st.chunks_free;
-	s->chunks_zeroing = c.zeroing_chunks;
-	s->chunks_quarantined = c.quarantined_chunks;
-	s->allocs = c.allocs;
-	s->frees = c.frees;
-	s->failed_allocs = c.failed_allocs;
-	s->growths = c.growths;
-	s->fragmentation_ppm = st.fragmentation_ppm;
-	s->node = n->nid;
-}
-
-void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s)
-{
-	gp_node_read(n, s, NULL);
-}
-
-/*
- * The whole pool into *t: the figures of every node (into nodes[], which
- * has gp_nr_nodes entries) added up; each node is a consistent snapshot.
- */
-void gp_pool_stats(struct gpupool_pool_stats *t,
-		   struct gpupool_pool_stats *nodes, struct gp_map *maps)
-{
-	unsigned int i;
-
-	memset(t, 0, sizeof(*t));
-	for (i = 0; i < gp_nr_nodes; i++) {
-		struct gpupool_pool_stats *s = &nodes[i];
-
-		gp_node_read(gp_nodes[i], s, maps ? &maps[i] : NULL);
-		t->total += s->total;
-		t->free += s->free;
-		t->in_use += s->in_use;
-		t->zeroing += s->zeroing;
-		t->quarantined += s->quarantined;
-		t->largest_free = max(t->largest_free, s->largest_free);
-		t->chunks_in_use += s->chunks_in_use;
-		t->chunks_free += s->chunks_free;
-		t->chunks_zeroing += s->chunks_zeroing;
-		t->chunks_quarantined += s->chunks_quarantined;
-		t->allocs += s->allocs;
-		t->frees += s->frees;
-		t->failed_allocs += s->failed_allocs;
-		t->growths += s->growths;
-	}
-	t->peak_in_use = max_t(u64, atomic64_read(&gp_peak_live_bytes),
-			       t->in_use);
-	t->limit_denials = atomic64_read(&gp_limit_denials);
-	if (t->free)
-		t->fragmentation_ppm = 1000000 -
-			div64_u64(t->largest_free * 1000000, t->free);
-	t->node = ~0u;
-}
-
-void gp_pool_count_limit_denial(void)
-{
-	atomic64_inc(&gp_limit_denials);
-}
+/* The pool's size and shape ---------------------------------------------- */
 
 u64 gp_pool_size(void)
 {
@@ -618,86 +523,84 @@ u64 gp_pool_node_mask(void)
 	return mask;
 }
 
-/*
- * /proc/gpupool's bin table and map: a copy of each node's figures
- * (figures.c) taken by gp_pool_stats() in the hold of its lock that reads
- * its counters, O(bins + cells) however many chunks the node holds, and
- * exact.
- */
-
-/* The per-bin table of /proc/gpupool: non-empty bins only, sizes in kB. */
-void gp_pool_show_bins(struct seq_file *m, const struct gp_map *maps)
+/* The highest sum of live bytes over all nodes since load. */
+u64 gp_pool_peak_in_use(void)
 {
-	unsigned int i, b;
+	return atomic64_read(&gp_peak_live_bytes);
+}
+
+/* Load and unload ------------------------------------------------------------ */
+
+/*
+ * Reserve every node's blocks at load, all nodes at once (reserve.c), and
+ * publish them; one log line per node.  With strict, anything short of the
+ * whole request undoes everything.
+ */
+static int gp_pool_reserve(u64 per_node, bool strict, u64 *ns)
+{
+	unsigned long want = per_node >> GP_BLOCK_SHIFT;
+	struct gp_reservation *r;
+	unsigned long *got;
+	ktime_t t0 = ktime_get();
+	bool partial = false;
+	unsigned int i;
+	int ret = 0;
+
+	r = kcalloc(gp_nr_nodes, sizeof(*r), GFP_KERNEL);
+	got = kcalloc(gp_nr_nodes, sizeof(*got), GFP_KERNEL);
+	if (!r || !got) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	for (i = 0; i < gp_nr_nodes; i++)
+		if (gp_reserve_start(&r[i], gp_wq, gp_nodes[i], 0, want))
+			ret = -ENOMEM;
+	for (i = 0; i < gp_nr_nodes; i++) {
+		got[i] = gp_reserve_finish(&r[i], &gp_nodes[i]->reserve_ns);
+		partial |= got[i] < want;
+	}
+	*ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
+	if (ret || (partial && strict))
+		goto out_release;
 
 	for (i = 0; i < gp_nr_nodes; i++) {
 		struct gp_node *n = gp_nodes[i];
 
-		for (b = 0; b < BFC_NR_BINS; b++) {
-			const struct bfc_bin_stats *s = &maps[i].fig.bins[b];
-
-			if (!s->free_chunks && !s->in_use_chunks)
-				continue;
-			seq_printf(m, "Node%dBin%u: %llu %llu %llu %llu %llu\n",
-				   n->nid, b, s->free_chunks,
-				   s->free_bytes >> 10, s->in_use_chunks,
-				   s->in_use_bytes >> 10,
-				   s->requested_bytes >> 10);
+		if (got[i]) {
+			ret = gp_publish_blocks(n, got[i]);
+			if (ret)
+				goto out_release;
 		}
+		pr_info("node %d: reserved %lu MiB in %llu ms (%lu of %lu blocks; %lu made of smaller orders)\n",
+			n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
+			div_u64(n->reserve_ns, NSEC_PER_MSEC), got[i], want,
+			n->fallback_blocks);
 	}
-}
+	if (partial)
+		pr_warn("reserved %llu MiB of the %llu MiB asked for: the kernel had no more to give (or only below the floor of 1/%d of each node's memory)\n",
+			gp_pool_size() >> 20, (per_node * gp_nr_nodes) >> 20,
+			GP_FLOOR_DIV);
+	goto out_free;
 
-/* Occupancy map --------------------------------------------------------------- */
+out_release:
+	/* Published blocks are released by gp_node_destroy(). */
+	for (i = 0; i < gp_nr_nodes; i++) {
+		struct gp_node *n = gp_nodes[i];
 
-/*
- * NodeNMap: the node's offset space in GP_MAP_CELLS equal cells, each shown
- * by the state that holds most of its bytes: '#' in use, '.' free, 'z'
- * being zeroed or waiting for it, 'q' quarantined, ' ' not reserved (room
- * to grow).
- */
-enum {
-	GP_MAP_FREE, GP_MAP_USED, GP_MAP_ZEROING, GP_MAP_QUARANTINED, GP_MAP_NR
-};
-
-static void gp_pool_show_node_map(struct seq_file *m, struct gp_node *n,
-				  const struct gp_map *map)
-{
-	static const char glyph[GP_MAP_NR] = { '.', '#', 'z', 'q' };
-	unsigned int i, st;
-	u64 bytes[GP_MAP_NR];
-
-	seq_printf(m, "Node%dMap: ", n->nid);
-	for (i = 0; i < GP_MAP_CELLS; i++) {
-		unsigned int best = GP_MAP_NR;
-		u64 most = 0;
-
-		bytes[GP_MAP_FREE] = map->fig.map_free[i];
-		bytes[GP_MAP_ZEROING] = map->zeroing[i];
-		bytes[GP_MAP_QUARANTINED] = map->quarantined[i];
-		/* Released chunks stay in use for bfc until zeroed. */
-		bytes[GP_MAP_USED] = map->fig.map_used[i] -
-			min(map->fig.map_used[i],
-			    map->zeroing[i] + map->quarantined[i]);
-		for (st = 0; st < GP_MAP_NR; st++) {
-			if (bytes[st] > most) {
-				most = bytes[st];
-				best = st;
-			}
-		}
-		seq_putc(m, best == GP_MAP_NR ? ' ' : glyph[best]);
+		if (!n->nr_blocks)
+			gp_release_blocks(n, 0, got[i]);
+		if (partial && strict && got[i] < want)
+			pr_err("node %d: only %lu of %lu MiB could be reserved; strict=1: not loading\n",
+			       n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
+			       want << (GP_BLOCK_SHIFT - 20));
 	}
-	seq_putc(m, '\n');
+	if (!ret)
+		ret = -ENOMEM;
+out_free:
+	kfree(got);
+	kfree(r);
+	return ret;
 }
-
-void gp_pool_show_map(struct seq_file *m, const struct gp_map *maps)
-{
-	unsigned int i;
-
-	for (i = 0; i < gp_nr_nodes; i++)
-		gp_pool_show_node_map(m, gp_nodes[i], &maps[i]);
-}
-
-/* Load and unload ------------------------------------------------------------ */
 
 static void gp_node_destroy(struct gp_node *n)
 {
@@ -806,7 +709,7 @@ int gp_pool_init(const int *nids, unsigned int nr, u64 pool_size,
 		}
 	}
 
-	ret = gp_reserve_all(per_node, strict, &gp_reserve_ns);
+	ret = gp_pool_reserve(per_node, strict, &gp_reserve_ns);
 	if (ret)
 		goto out_destroy_nodes;
 	return 0;

@@ -4,14 +4,13 @@
  * smaller orders where order 9 cannot be had), several work items per node
  * on the unbound workqueue (queue_work_node(), so the pages are zeroed by
  * the node's own CPUs), a floor the pool never takes a node below, and
- * giving blocks back.
+ * giving blocks back.  What the blocks become (the node's bfc regions) is
+ * pool.c's: nothing here calls it.
  *
  * Pages are taken with GFP_KERNEL | __GFP_THISNODE and never
  * __GFP_MOVABLE: they come neither from ZONE_MOVABLE nor from CMA, so GUP
  * may pin them long-term (cudaHostRegister, io_uring fixed buffers).
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/gfp.h>
 #include <linux/ktime.h>
 #include <linux/mm.h>
@@ -28,15 +27,6 @@
  */
 #define GP_GFP	(GFP_KERNEL | __GFP_THISNODE | __GFP_NOWARN | \
 		 __GFP_NORETRY | __GFP_ZERO)
-
-/*
- * The pool never takes a node's free + file-cache pages below this floor:
- * the larger of 4x the node's high watermarks and 1/GP_FLOOR_DIV of its
- * memory.  A reservation (at load or growing) stops there, as if the page
- * allocator had refused, so a pool_size beyond the machine leaves it usable
- * rather than pushing it into the OOM killer.
- */
-#define GP_FLOOR_DIV	32
 
 /* Work items per node for a reservation, at most. */
 #define GP_RESERVE_MAX_WORKERS	16
@@ -154,15 +144,6 @@ struct gp_reserve_work {
 	ktime_t done;			/* when it finished */
 };
 
-/* One node's reservation in flight. */
-struct gp_reservation {
-	struct gp_node *node;
-	unsigned long first;
-	unsigned int nr_work;
-	struct gp_reserve_work *w;
-	ktime_t start;
-};
-
 static void gp_reserve_fn(struct work_struct *work)
 {
 	struct gp_reserve_work *w = container_of(work, struct gp_reserve_work,
@@ -186,11 +167,11 @@ static void gp_reserve_fn(struct work_struct *work)
 
 /*
  * Start filling blocks [first, first + count) of r->node: several work items,
- * each a contiguous range, queued on the node's CPUs.  Nothing is published:
- * gp_reserve_finish() waits and the caller adds the region.
+ * each a contiguous range, queued on wq on the node's CPUs.  Nothing is
+ * published: gp_reserve_finish() waits and the caller adds the region.
  */
-static int gp_reserve_start(struct gp_reservation *r, struct gp_node *n,
-			    unsigned long first, unsigned long count)
+int gp_reserve_start(struct gp_reservation *r, struct workqueue_struct *wq,
+		     struct gp_node *n, unsigned long first, unsigned long count)
 {
 	unsigned long per, extra, at;
 	unsigned int i;
@@ -227,7 +208,7 @@ static int gp_reserve_start(struct gp_reservation *r, struct gp_node *n,
 		w->count = per + (i < extra);
 		at += w->count;
 		INIT_WORK(&w->work, gp_reserve_fn);
-		queue_work_node(n->nid, gp_wq, &w->work);
+		queue_work_node(n->nid, wq, &w->work);
 	}
 	return 0;
 }
@@ -236,7 +217,7 @@ static int gp_reserve_start(struct gp_reservation *r, struct gp_node *n,
  * Wait for r, then move the blocks obtained together so that they are
  * [first, first + returned value).  *ns: how long the node took.
  */
-static unsigned long gp_reserve_finish(struct gp_reservation *r, u64 *ns)
+unsigned long gp_reserve_finish(struct gp_reservation *r, u64 *ns)
 {
 	struct gp_node *n = r->node;
 	ktime_t end = r->start;
@@ -265,12 +246,12 @@ static unsigned long gp_reserve_finish(struct gp_reservation *r, u64 *ns)
 	return dst - r->first;
 }
 
-unsigned long gp_reserve_blocks(struct gp_node *n, unsigned long first,
-				unsigned long count)
+unsigned long gp_reserve_blocks(struct workqueue_struct *wq, struct gp_node *n,
+				unsigned long first, unsigned long count)
 {
 	struct gp_reservation r;
 
-	if (gp_reserve_start(&r, n, first, count))
+	if (gp_reserve_start(&r, wq, n, first, count))
 		return 0;
 	return gp_reserve_finish(&r, NULL);
 }
@@ -284,74 +265,4 @@ void gp_release_blocks(struct gp_node *n, unsigned long first,
 		gp_block_free(&n->blocks[i]);
 		cond_resched();
 	}
-}
-
-/*
- * Reserve every node's blocks, all nodes at once; one log line per node.
- * With strict, anything short of the whole request undoes everything.
- */
-int gp_reserve_all(u64 per_node, bool strict, u64 *ns)
-{
-	unsigned long want = per_node >> GP_BLOCK_SHIFT;
-	struct gp_reservation *r;
-	unsigned long *got;
-	ktime_t t0 = ktime_get();
-	bool partial = false;
-	unsigned int i;
-	int ret = 0;
-
-	r = kcalloc(gp_nr_nodes, sizeof(*r), GFP_KERNEL);
-	got = kcalloc(gp_nr_nodes, sizeof(*got), GFP_KERNEL);
-	if (!r || !got) {
-		ret = -ENOMEM;
-		goto out_free;
-	}
-	for (i = 0; i < gp_nr_nodes; i++)
-		if (gp_reserve_start(&r[i], gp_nodes[i], 0, want))
-			ret = -ENOMEM;
-	for (i = 0; i < gp_nr_nodes; i++) {
-		got[i] = gp_reserve_finish(&r[i], &gp_nodes[i]->reserve_ns);
-		partial |= got[i] < want;
-	}
-	*ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
-	if (ret || (partial && strict))
-		goto out_release;
-
-	for (i = 0; i < gp_nr_nodes; i++) {
-		struct gp_node *n = gp_nodes[i];
-
-		if (got[i]) {
-			ret = gp_publish_blocks(n, got[i]);
-			if (ret)
-				goto out_release;
-		}
-		pr_info("node %d: reserved %lu MiB in %llu ms (%lu of %lu blocks; %lu made of smaller orders)\n",
-			n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
-			div_u64(n->reserve_ns, NSEC_PER_MSEC), got[i], want,
-			n->fallback_blocks);
-	}
-	if (partial)
-		pr_warn("reserved %llu MiB of the %llu MiB asked for: the kernel had no more to give (or only below the floor of 1/%d of each node's memory)\n",
-			gp_pool_size() >> 20, (per_node * gp_nr_nodes) >> 20,
-			GP_FLOOR_DIV);
-	goto out_free;
-
-out_release:
-	/* Published blocks are released by gp_node_destroy(). */
-	for (i = 0; i < gp_nr_nodes; i++) {
-		struct gp_node *n = gp_nodes[i];
-
-		if (!n->nr_blocks)
-			gp_release_blocks(n, 0, got[i]);
-		if (partial && strict && got[i] < want)
-			pr_err("node %d: only %lu of %lu MiB could be reserved; strict=1: not loading\n",
-			       n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
-			       want << (GP_BLOCK_SHIFT - 20));
-	}
-	if (!ret)
-		ret = -ENOMEM;
-out_free:
-	kfree(got);
-	kfree(r);
-	return ret;
 }
