@@ -14,6 +14,7 @@
 #include <linux/gpupool.h>
 
 #include "ctl.h"
+#include "../userlib/bytes.h"	/* the byte formatter the library uses too */
 
 const char *proc_path = "/proc/gpupool";
 const char *dev_path = "/dev/gpupool";
@@ -109,24 +110,12 @@ int read_pool(struct gpctl_pool *p)
 
 const char *fmt_size(char *buf, size_t len, uint64_t bytes, char unit)
 {
-	static const char *const suffix[] = { "B", "Ki", "Mi", "Gi", "Ti", "Pi" };
-	double v = (double)bytes;
-	int i = 0;
-
 	switch (unit) {
 	case 'b': snprintf(buf, len, "%llu", (unsigned long long)bytes); break;
 	case 'k': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 10)); break;
 	case 'm': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 20)); break;
 	case 'g': snprintf(buf, len, "%llu", (unsigned long long)(bytes >> 30)); break;
-	default:
-		while (v >= 1024 && i < 5) {
-			v /= 1024;
-			i++;
-		}
-		if (i == 0)
-			snprintf(buf, len, "%lluB", (unsigned long long)bytes);
-		else
-			snprintf(buf, len, "%.1f%s", v, suffix[i]);
+	default: gp_bytes_fmt(buf, len, bytes, GP_BYTES_COLUMN); break;
 	}
 	return buf;
 }

@@ -21,6 +21,7 @@
 
 #include "gpupool.h"
 #include "bfc.h"
+#include "bytes.h"
 #include "cuda.h"
 #include "list.h"
 #include "io/io.h"
@@ -123,7 +124,7 @@ extern const struct gp_backend_ops gp_backend_kernel;
 
 /* Device -------------------------------------------------------------------- */
 
-struct gp_dpool;	/* dev.c */
+struct gp_dpool;	/* dev/ */
 
 /* The virtual mode's default headroom: mapped bytes at most 1/11 (9.09%)
  * above the most in use.  Less remaps more often (1/16 remapped ~20 times
@@ -192,10 +193,12 @@ void gp_debug(struct gp_ctx *ctx, const char *fmt, ...)
 int gp_err(struct gp_ctx *ctx, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 uint64_t gp_now_ms(void);
-/* "1.5 GiB" style, into buf. */
+/* gp_bytes_fmt(GP_BYTES_PROSE): "1.5 GiB".  A function, not only the
+ * inline: tests/fuzz/fuzz_ioctl_reply.c calls it to write what it expects.
+ */
 const char *gp_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 
-/* host.c */
+/* host/ */
 int gp_host_init(struct gp_ctx *ctx);
 void gp_host_fini(struct gp_ctx *ctx);
 /* Map + register a segment and account it (host_lock held). */
@@ -219,14 +222,14 @@ int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,
 		   int (*fn)(void *arg, const struct gp_seg *seg), void *arg);
 
 
-/* dev.c */
+/* dev/ */
 void gp_dev_fini(struct gp_ctx *ctx);
 /* The mode of device's pool (created if need be), enum gp_dev_mode. */
 int gp_dev_mode(struct gp_ctx *ctx, int device);
 /* gp_dev_free() with the device known (-1: search every device). */
 int gp_dev_free_on(struct gp_ctx *ctx, int device, void *ptr, gp_stream_t stream);
 
-/* backend_kernel.c: probe /dev/gpupool for AUTO; 0 when usable. */
+/* backend/kernel.c: probe /dev/gpupool for AUTO; 0 when usable. */
 int gp_kernel_probe(struct gp_ctx *ctx, bool forced);
 /* Map a chunk descriptor from GPUPOOL_IOC_EXPORT; -ENOTTY if fd is not one. */
 int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg);

@@ -86,17 +86,5 @@ uint64_t gp_now_ms(void)
 
 const char *gp_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 {
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	unsigned int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-	else
-		snprintf(buf, len, "%.1f %s", v, unit[u]);
-	return buf;
+	return gp_bytes_fmt(buf, len, bytes, GP_BYTES_PROSE);
 }

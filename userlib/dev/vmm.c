@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * dev_vmm.c - the device pool's virtual mode (see dev.h): one reserved
+ * vmm.c - the device pool's virtual mode (see dev.h): one reserved
  * virtual range per stream pool, backed granule by granule with the
  * driver's virtual memory management (cuMemCreate + cuMemMap, then
  * cuMemSetAccess; cuMemUnmap + cuMemRelease to give a granule back).
@@ -11,8 +11,9 @@
  * space as a hole chunk (bfc_take_free_spans), so that best fit only ever
  * chooses mapped memory.  When nothing mapped holds a request, the pool
  * first unmaps idle granules if the mapping would pass its budget
- * (gp_vmm_before_growth), then maps the fewest granules that make room: part or all of a hole
- * beside free space, or a growth of the region's top (gp_vmm_place).  So
+ * (gp_vmm_before_growth), then maps the fewest granules that make room:
+ * part or all of a hole beside free space, or a growth of the region's
+ * top (gp_vmm_place, both in vmm_place.c).  So
  * granules are mapped only when the live bytes need them, and unmapped in
  * batches, at most once per new mapping.  Every function runs under the
  * pool lock.
@@ -127,8 +128,8 @@ static void gp_vmm_unmap_freed(struct gp_ctx *ctx, struct gp_dpool *p,
  * them stays mapped.  0, -ENOMEM (limit, or the driver is out of memory:
  * the caller trims and retries), -EIO (message set).
  */
-static int gp_vmm_map(struct gp_ctx *ctx, struct gp_dpool *p,
-		      struct gp_dstream *ds, uint64_t lo, uint64_t hi)
+int gp_vmm_map(struct gp_ctx *ctx, struct gp_dpool *p,
+	       struct gp_dstream *ds, uint64_t lo, uint64_t hi)
 {
 	struct gp_cu *cu = &ctx->cuda.cu;
 	gp_cu_result e = GP_CU_SUCCESS;
@@ -325,7 +326,7 @@ int gp_vmm_back(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds,
 }
 
 /* Room in ds's hole list for n more. */
-static int gp_vmm_hole_room(struct gp_dstream *ds, uint64_t n)
+int gp_vmm_hole_room(struct gp_dstream *ds, uint64_t n)
 {
 	uint64_t cap = ds->vr.caphole ? ds->vr.caphole : 16;
 	bfc_handle_t *a;
@@ -353,7 +354,7 @@ bool gp_vmm_is_hole(const struct gp_dstream *ds, bfc_handle_t h)
 }
 
 /* Hole i of ds is mapped again: it goes back to the free space. */
-static void gp_vmm_unhole(struct gp_dpool *p, struct gp_dstream *ds, uint32_t i)
+void gp_vmm_unhole(struct gp_dpool *p, struct gp_dstream *ds, uint32_t i)
 {
 	struct bfc_chunk_info ci;
 
@@ -426,10 +427,9 @@ static void gp_vmm_region_gone(void *arg, uint64_t base, uint64_t size)
  * min 0 and *left UINT64_MAX: every free granule, holes rejoined first so
  * that the region can go when nothing is in use.  Bytes unmapped.
  */
-static uint64_t gp_vmm_trim_some(struct gp_ctx *ctx, struct gp_dpool *p,
-				 struct gp_dstream *ds, uint64_t min,
-				 uint64_t keep_lo, uint64_t keep_hi,
-				 uint64_t *left)
+uint64_t gp_vmm_trim_some(struct gp_ctx *ctx, struct gp_dpool *p,
+			  struct gp_dstream *ds, uint64_t min,
+			  uint64_t keep_lo, uint64_t keep_hi, uint64_t *left)
 {
 	struct gp_vmm_walk w = { ctx, p, ds, 0, false, min, keep_lo, keep_hi,
 				 *left, NULL, 0 };
@@ -483,219 +483,6 @@ uint64_t gp_vmm_trim(struct gp_ctx *ctx, struct gp_dpool *p,
 	uint64_t left = UINT64_MAX;
 
 	return gp_vmm_trim_some(ctx, p, ds, 0, 0, 0, &left);
-}
-
-static bool gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
-				 uint64_t r, uint64_t need,
-				 struct gp_dstream *keep, uint64_t keep_lo,
-				 uint64_t keep_hi);
-
-/* Where gp_vmm_place maps: granules [lo, hi) of hole i (i == nhole: at
- * the top), `cost` of them new, and whether the region grows after.
- */
-struct gp_vmm_spot {
-	uint32_t i;
-	uint64_t lo, hi, cost;
-	bool grow;
-	uint64_t keep_lo, keep_hi;	/* the free space it joins, and it */
-};
-
-static void gp_vmm_consider(struct gp_vmm_spot *best, uint32_t i, uint64_t lo,
-			    uint64_t hi, uint64_t cost, bool grow,
-			    uint64_t keep_lo, uint64_t keep_hi)
-{
-	if (cost < best->cost ||
-	    (cost == best->cost && best->i == UINT32_MAX)) {
-		best->i = i;
-		best->lo = lo;
-		best->hi = hi;
-		best->cost = cost;
-		best->grow = grow;
-		best->keep_lo = keep_lo;
-		best->keep_hi = keep_hi;
-	}
-}
-
-/* The spot that maps the fewest granules for r bytes in ds. */
-static void gp_vmm_choose(struct gp_dpool *p, struct gp_dstream *ds,
-			  uint64_t r, struct gp_vmm_spot *best)
-{
-	uint64_t have, below, above, n, s, e, lo, hi, g = p->gran;
-	struct bfc_chunk_info ci;
-	uint32_t i;
-
-	/* At the top: what the top free chunk lacks (the least a growth
-	 * maps; a hole at the top is considered below, with the growth).
-	 */
-	have = ds->vr.top ? bfc_free_at_top(ds->b) : 0;
-	best->i = UINT32_MAX;
-	best->cost = gp_round_up(r - (have < r ? have : r), g) / g;
-	best->keep_lo = ds->vr.base + ds->vr.top - have;
-	best->keep_hi = ds->vr.base + ds->vr.top;
-	/* In a hole: from its low end up (joining the free chunk below),
-	 * from its high end down (joining the one above), or all of it.
-	 */
-	for (i = 0; i < ds->vr.nhole; i++) {
-		if (bfc_chunk_info(ds->b, ds->vr.hole[i], &ci) ||
-		    bfc_free_neighbours(ds->b, ds->vr.hole[i], &below, &above))
-			continue;
-		s = (ci.addr - ds->vr.base) / g;
-		e = s + ci.size / g;
-		lo = ci.addr - below;
-		hi = ci.addr + ci.size + above;
-		if (below < r) {
-			n = gp_round_up(r - below, g) / g;
-			if (n <= e - s)
-				gp_vmm_consider(best, i, s, s + n, n, false, lo, hi);
-			else if (e * g == ds->vr.top)
-				gp_vmm_consider(best, i, s, e, n, true, lo, hi);
-		}
-		if (above < r) {
-			n = gp_round_up(r - above, g) / g;
-			if (n <= e - s)
-				gp_vmm_consider(best, i, e - n, e, n, false, lo, hi);
-		}
-		if (below + ci.size + above >= r)
-			gp_vmm_consider(best, i, s, e, e - s, false, lo, hi);
-	}
-}
-
-int gp_vmm_place(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds,
-		 uint64_t size)
-{
-	uint64_t r = gp_round_up(size, GP_DEV_GRAN), g = p->gran, s, e;
-	struct gp_vmm_spot best;
-	struct bfc_chunk_info ci;
-	bfc_handle_t mid, rest;
-	int ret;
-
-	if (size > GP_SIZE_MAX)
-		return -ENOMEM;
-	gp_vmm_choose(p, ds, r, &best);
-	/* Over the budget with what this maps: unmap idle granules first,
-	 * then look again (the trim may have taken the free space chosen).
-	 */
-	if (gp_vmm_before_growth(ctx, p, r, best.cost * g, ds, best.keep_lo,
-				 best.keep_hi))
-		gp_vmm_choose(p, ds, r, &best);
-	if (best.i == UINT32_MAX)
-		return gp_vmm_extend(ctx, p, ds, size);
-	/* The granules to map become a hole of their own, then free. */
-	ret = gp_vmm_hole_room(ds, 2);
-	if (ret)
-		return ret;
-	mid = ds->vr.hole[best.i];
-	bfc_chunk_info(ds->b, mid, &ci);
-	s = (ci.addr - ds->vr.base) / g;
-	e = s + ci.size / g;
-	if (best.lo > s) {
-		if (bfc_split(ds->b, mid, (best.lo - s) * g, &rest))
-			return gp_err(ctx, -ENOMEM, "out of memory for pool metadata");
-		mid = rest;
-		best.i = ds->vr.nhole;
-		ds->vr.hole[ds->vr.nhole++] = mid;
-	}
-	if (best.hi < e) {
-		if (bfc_split(ds->b, mid, (best.hi - best.lo) * g, &rest))
-			return gp_err(ctx, -ENOMEM, "out of memory for pool metadata");
-		ds->vr.hole[ds->vr.nhole++] = rest;
-	}
-	ret = gp_vmm_map(ctx, p, ds, best.lo, best.hi);
-	if (ret)
-		return ret;
-	gp_vmm_unhole(p, ds, best.i);
-	return best.grow ? gp_vmm_extend(ctx, p, ds, size) : 0;
-}
-
-struct gp_vmm_sizes {
-	uint64_t *v;
-	size_t n, cap;
-	bool short_of_memory;
-};
-
-static void gp_vmm_size_add(void *arg, uint64_t base, uint64_t size)
-{
-	struct gp_vmm_sizes *z = arg;
-
-	(void)base;
-	if (z->n == z->cap) {
-		size_t cap = z->cap ? 2 * z->cap : 64;
-		uint64_t *v = realloc(z->v, cap * sizeof(*v));
-
-		if (!v) {
-			z->short_of_memory = true;
-			return;
-		}
-		z->v = v;
-		z->cap = cap;
-	}
-	z->v[z->n++] = size;
-}
-
-static int gp_vmm_size_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? 1 : x > y ? -1 : 0;	/* largest first */
-}
-
-/*
- * Before mapping `need` bytes for a request of r: when the pool's mapped
- * bytes would exceed its budget (the most in use since the last
- * gp_dev_trim, pending bytes and the request counted, plus the headroom:
- * GPUPOOL_DEV_HEADROOM, default 1/11 of that, at least a granule),
- * unmap the largest free spans of every stream that cover the excess,
- * except those of keep in [keep_lo, keep_hi) (the free space the request
- * is about to use).  True when it unmapped something.
- */
-static bool gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
-				 uint64_t r, uint64_t need,
-				 struct gp_dstream *keep, uint64_t keep_lo,
-				 uint64_t keep_hi)
-{
-	uint64_t used = p->st.in_use + p->st.pending_bytes + r, budget, room;
-	struct gp_vmm_sizes z = { NULL, 0, 0, false };
-	uint64_t n = 0, excess, sum = 0, min = 0, left;
-	struct gp_dstream *ds;
-	size_t i;
-	int pass;
-
-	if (used > p->used_hw)
-		p->used_hw = used;
-	if (!need || ctx->dev_headroom_ppm == UINT64_MAX)
-		return false;
-	/* used_hw * ppm / 10^6 without overflow (ppm <= 10^7) */
-	room = p->used_hw / 1000000 * ctx->dev_headroom_ppm +
-	       p->used_hw % 1000000 * ctx->dev_headroom_ppm / 1000000;
-	budget = p->used_hw + (room > p->gran ? room : p->gran);
-	if (p->st.mapped + need <= budget)
-		return false;
-	/* The largest free spans first, as few as cover the excess; then,
-	 * if the spans kept made them fall short, any.
-	 */
-	excess = p->st.mapped + need - budget;
-	for (ds = p->streams; ds; ds = ds->next)
-		bfc_free_spans(ds->b, p->gran, gp_vmm_size_add, &z);
-	if (z.n && !z.short_of_memory) {
-		qsort(z.v, z.n, sizeof(*z.v), gp_vmm_size_cmp);
-		for (i = 0; i < z.n && sum < excess; i++) {
-			sum += z.v[i];
-			min = z.v[i];
-		}
-	}
-	free(z.v);
-	left = excess;
-	for (pass = 0; pass < 2 && left; pass++, min = 0)
-		for (ds = p->streams; ds && left; ds = ds->next)
-			n += gp_vmm_trim_some(ctx, p, ds, min,
-					      ds == keep ? keep_lo : 0,
-					      ds == keep ? keep_hi : 0, &left);
-	p->st.growth_trims++;
-	gp_debug(ctx, "device %d: %llu bytes mapped, %llu in use at most, before mapping %llu: %llu unmapped",
-		 p->device, (unsigned long long)p->st.mapped,
-		 (unsigned long long)p->used_hw, (unsigned long long)need,
-		 (unsigned long long)n);
-	return n != 0;
 }
 
 void gp_vmm_fini(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dev.h - the device pools, private to dev.c, dev_stream.c and snapshot.c.
+ * dev.h - the device pools, private to userlib/dev/.
  *
  * One pool per device (struct gp_dpool, its own mutex).  Inside it, one BFC
  * core per stream (struct gp_dstream), as PyTorch keeps blocks per stream:
@@ -32,7 +32,7 @@ struct gp_uses {
 };
 
 /*
- * Virtual mode (dev_vmm.c): a stream's pool owns one reserved virtual
+ * Virtual mode (vmm.c): a stream's pool owns one reserved virtual
  * range; its core holds one region [base, base + top) that grows upward
  * (adjacent regions merge, so the free chunk at the top coalesces with the
  * growth).  Physical memory is one driver allocation per granule, mapped
@@ -106,7 +106,7 @@ struct gp_dpool {
 /* dev.c */
 struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create);
 
-/* dev_stream.c (pool lock held) */
+/* stream.c (pool lock held) */
 /* Free the block h of ds: straight back, or pending behind events. */
 int gp_dstream_free(struct gp_ctx *ctx, struct gp_dpool *p,
 		    struct gp_dstream *ds, bfc_handle_t h, gp_stream_t stream);
@@ -119,7 +119,18 @@ void gp_events_destroy(struct gp_ctx *ctx, struct gp_dpool *p);
 /* Is block h of ds waiting for events? */
 bool gp_block_pending(const struct bfc_chunk_info *ci);
 
-/* dev_vmm.c (pool lock held) */
+/* segments.c (pool lock held) */
+/* Add a segment that holds `size` bytes to ds (TensorFlow's Extend). */
+int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
+		      struct gp_dstream *ds, uint64_t size);
+/* Give back the wholly free memory of every stream of the pool (cudaFree,
+ * or unmapped granules in the virtual mode); bytes released.  Stream pools
+ * left empty are forgotten, except `keep` (the caller's).
+ */
+uint64_t gp_dpool_release_free(struct gp_ctx *ctx, struct gp_dpool *p,
+			       struct gp_dstream *keep);
+
+/* vmm.c, vmm_place.c (pool lock held) */
 /* Pick the mode of a new pool (its device current). */
 void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p);
 /* Grow ds's region so that its top free chunk holds size bytes. */
@@ -153,6 +164,16 @@ uint64_t gp_vmm_trim(struct gp_ctx *ctx, struct gp_dpool *p,
 		     struct gp_dstream *ds);
 /* Unmap and release everything of ds, and its reserved range. */
 void gp_vmm_fini(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds);
+/* vmm.c for vmm_place.c: map granules [lo, hi) of ds; room in ds's hole
+ * list for n more; hole i is mapped again; unmap free granules (see there).
+ */
+int gp_vmm_map(struct gp_ctx *ctx, struct gp_dpool *p,
+	       struct gp_dstream *ds, uint64_t lo, uint64_t hi);
+int gp_vmm_hole_room(struct gp_dstream *ds, uint64_t n);
+void gp_vmm_unhole(struct gp_dpool *p, struct gp_dstream *ds, uint32_t i);
+uint64_t gp_vmm_trim_some(struct gp_ctx *ctx, struct gp_dpool *p,
+			  struct gp_dstream *ds, uint64_t min,
+			  uint64_t keep_lo, uint64_t keep_hi, uint64_t *left);
 
 /* snapshot.c */
 void gp_dpool_dump(struct gp_ctx *ctx, struct gp_dpool *p, size_t asked);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * dev_stream.c - stream-ordered safety of device blocks: the uses of a
+ * stream.c - stream-ordered safety of device blocks: the uses of a
  * block on other streams, the events recorded when it is freed, and the
  * pending list (see dev.h).  Every function runs under the pool lock.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * backend_kernel.c - host segments from gpupool.ko: each segment is one
+ * kernel.c - host segments from gpupool.ko: each segment is one
  * chunk (GPUPOOL_IOC_ALLOC), mapped with mmap(fd, handle) and given back
  * with munmap + GPUPOOL_IOC_FREE.  The module's pages are pinned already, so
  * nothing counts against RLIMIT_MEMLOCK; the module enforces its own

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * user.h - inside the user backend (userlib/backend/user*.c): its files'
+ * shared parts.  The rest of the library sees gp_backend_user only.
+ */
+#ifndef GPUPOOL_USERLIB_BACKEND_USER_H
+#define GPUPOOL_USERLIB_BACKEND_USER_H
+
+#include "internal.h"
+
+#define GP_POPULATE_MAX_THREADS	256
+
+/* user_populate.c */
+/* How many threads may fault in a segment (see there). */
+unsigned int gp_populate_threads_default(bool *set);
+/* Threads to fault in a new segment of size bytes. */
+unsigned int gp_populate_threads(struct gp_ctx *ctx, uint64_t size);
+/* Whether a shmem mapping with MADV_HUGEPAGE gets 2 MiB pages. */
+bool gp_shmem_thp_allowed(void);
+/* An mlock of size bytes failed with errno e: -ENOMEM, saying why. */
+int gp_memlock_error(struct gp_ctx *ctx, int e, uint64_t size);
+/* mlock(2) itself (AddressSanitizer's interceptor makes mlock() a no-op). */
+int gp_mlock(void *addr, uint64_t size);
+/* Pin and fault in a fresh mapping of normal pages made of `parts` memfds
+ * (fds[i] mapped from its offset 0 at addr + i * part) from `threads`
+ * threads; 1 when the kernel has no mlock2 (the caller mlocks).
+ */
+int gp_lock_populate(struct gp_ctx *ctx, void *addr, uint64_t size,
+		     const int *fds, unsigned int parts, uint64_t part,
+		     unsigned int threads);
+/* The size of each part but the last of a segment for n threads. */
+uint64_t gp_part_size(const struct gp_ctx *ctx, uint64_t size, unsigned int n);
+
+#endif /* GPUPOOL_USERLIB_BACKEND_USER_H */
