@@ -55,6 +55,31 @@
  * page cache's (filemap_map_pages()); a driver would have to set PTEs
  * itself with helpers (set_pte_range(), do_set_pte()) not exported to
  * modules.
+ *
+ * 2 MiB (PMD) entries: none yet, on any kernel.
+ *  - vmf_insert_pfn_pmd() (6.1, 6.12) wants VM_PFNMAP or VM_MIXEDMAP
+ *    (6.1 mm/huge_memory.c: "BUG_ON(!(vma->vm_flags & (VM_PFNMAP|
+ *    VM_MIXEDMAP)))"), and without a ZONE_DEVICE page (devmap) GUP's slow
+ *    path takes the PMD for a THP: follow_trans_huge_pmd() has
+ *    "VM_BUG_ON_PAGE(!PageHead(page) && !is_zone_device_page(page))".
+ *    Our pages are order 0, so pins (O_DIRECT, io_uring, cudaHostRegister)
+ *    would break.  Rejected.
+ *  - finish_fault() maps a PMD-order compound page that ->fault returns
+ *    with do_set_pmd() (6.1, 6.12) when the vma is aligned for it; it maps
+ *    compound_head() at the aligned address, whichever page the fault
+ *    asked for.  The pool splits its order-9 blocks (split_page() in
+ *    reserve.c) and a chunk may start at any page of a block, so with
+ *    compound blocks that path could map a neighbouring chunk's pages.
+ *    Rejected (and 7.2's finish_fault() falls back to one PTE when i_size,
+ *    0 here, ends before the folio).
+ *  - vmf_insert_folio_pmd() (6.15+; 7.2 mm/huge_memory.c insert_pmd():
+ *    folio_get(), folio_add_file_rmap_pmd(), no pmd_special) is the one
+ *    fit: a .huge_fault handler that maps a chunk's 2 MiB range when it
+ *    is one whole order-9 folio, aligned with the vma.  It needs the pool
+ *    to keep order-9 folios (no split_page(); gp_block_free() and the
+ *    quarantine's per-page refcount check per folio instead, since chunks
+ *    sharing a folio share its refcount) and 2 MiB-aligned chunks and
+ *    mappings.  Not done yet (issue 45).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
