@@ -206,9 +206,6 @@ GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 		memcpy(&ctx->opt, opts, n);
 		ctx->opt.size = sizeof(ctx->opt);
 	}
-	ctx->kfd = -1;
-	pthread_mutex_init(&ctx->host_lock, NULL);
-	pthread_mutex_init(&ctx->dev_lock, NULL);
 	pthread_mutex_init(&ctx->err_lock, NULL);
 	ret = gp_check_options(&ctx->opt);
 	if (!ret)
@@ -220,6 +217,10 @@ GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 	if (!ctx->opt.dev_initial_segment)
 		ctx->opt.dev_initial_segment = GP_DEV_INITIAL_SEG;
 	ctx->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (gp_host_create(ctx)) {
+		ret = gp_err(NULL, -ENOMEM, "gp_open: out of memory");
+		goto out_free;
+	}
 
 	/* CUDA first: GP_NUMA_NEAR_GPU needs it. */
 	if (ctx->opt.flags & GP_OPEN_NO_CUDA)
@@ -259,12 +260,9 @@ GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 		gp_err(NULL, ret, "%s", ctx->err);
 		goto out_close;
 	}
-	if (ctx->cuda.usable) {
-		ctx->dev = calloc((size_t)ctx->cuda.device_count, sizeof(*ctx->dev));
-		if (!ctx->dev) {
-			ret = gp_err(NULL, -ENOMEM, "gp_open: out of memory");
-			goto out_close;
-		}
+	if (gp_dev_init(ctx)) {
+		ret = gp_err(NULL, -ENOMEM, "gp_open: out of memory");
+		goto out_close;
 	}
 	ctx->err[0] = 0;
 	*out = ctx;
@@ -274,8 +272,7 @@ out_close:
 	gp_host_fini(ctx);
 	ctx->ops->close(ctx);
 out_free:
-	pthread_mutex_destroy(&ctx->host_lock);
-	pthread_mutex_destroy(&ctx->dev_lock);
+	gp_host_fini(ctx);
 	pthread_mutex_destroy(&ctx->err_lock);
 	free(ctx);
 	return ret;
@@ -290,8 +287,6 @@ GP_API void gp_close(struct gp_ctx *ctx)
 	gp_host_fini(ctx);
 	ctx->ops->close(ctx);
 	gp_cuda_unload(ctx);
-	pthread_mutex_destroy(&ctx->host_lock);
-	pthread_mutex_destroy(&ctx->dev_lock);
 	pthread_mutex_destroy(&ctx->err_lock);
 	free(ctx);
 }
@@ -310,16 +305,9 @@ GP_API int gp_info(struct gp_ctx *ctx, struct gp_info *info)
 	info->lib_minor = GP_VERSION_MINOR;
 	info->abi_major = GPUPOOL_ABI_MAJOR;
 	info->abi_minor = GPUPOOL_ABI_MINOR;
-	info->kmod_abi_major = ctx->kmod_major;
-	info->kmod_abi_minor = ctx->kmod_minor;
-	pthread_mutex_lock(&ctx->host_lock);
-	info->host_granularity = ctx->kgran > ctx->page_size ? ctx->kgran :
-				 ctx->page_size;
-	info->hugepages = ctx->hst.segments_huge > 0;
-	info->cuda_state = ctx->cuda.usable && !ctx->host_unregistered ?
-			   GP_CUDA_REGISTERED : GP_CUDA_OFF;
-	snprintf(info->why, sizeof(info->why), "%s", ctx->why);
-	pthread_mutex_unlock(&ctx->host_lock);
+	if (ctx->ops->info)
+		ctx->ops->info(ctx, info);
+	gp_host_info(ctx, info);
 	snprintf(info->backend_name, sizeof(info->backend_name), "%s",
 		 ctx->ops->name);
 	if (ctx->cuda.usable) {

@@ -10,6 +10,19 @@
  * CUDA (host) once, when it is mapped, and unregistered just before it goes
  * back.  Segments are the *regions* of a BFC core (core/bfc.h), which cuts
  * them into the *blocks* handed to callers.
+ *
+ * Rooms.  Each folder keeps its state in a struct of its own behind a
+ * pointer of the context, and the others reach it through one header:
+ *   host/     the host pools (struct gp_host; host/host.h)
+ *   dev/      the device pools, segments and virtual mode
+ *             (struct gp_devpools; dev/devpools.h)
+ *   io/       the file reader and its io_uring (struct gp_reader_pool;
+ *             io/io.h)
+ *   backend/  where host segments come from, each backend's state behind
+ *             ctx->backend_data (backend/backend.h)
+ * Here: the context, the tunables, and the small things all of them use
+ * (map.c, list.h, bytes.h, log.c); cuda.c binds the CUDA runtime, ctx.c
+ * opens and closes a context.
  */
 #ifndef GPUPOOL_USERLIB_INTERNAL_H
 #define GPUPOOL_USERLIB_INTERNAL_H
@@ -23,7 +36,9 @@
 #include "bfc.h"
 #include "bytes.h"
 #include "cuda.h"
-#include "list.h"
+#include "backend/backend.h"
+#include "dev/devpools.h"
+#include "host/host.h"
 #include "io/io.h"
 
 #define GP_API __attribute__((visibility("default")))
@@ -70,68 +85,6 @@ void gp_map_destroy(struct gp_map *m);
 void gp_map_each(const struct gp_map *m, void (*fn)(void *arg, uint64_t key,
 						    void *val), void *arg);
 
-/* Host ---------------------------------------------------------------------- */
-
-enum gp_hpool_kind { GP_POOL_SMALL, GP_POOL_LARGE, GP_NR_HPOOLS };
-
-struct gp_seg {
-	uint64_t addr;
-	uint64_t size;
-	int fd;			/* memfd / chunk fd, kept for shared segments; else -1 */
-	uint32_t region_id;	/* in its pool's BFC (0 for own segments) */
-	uint64_t khandle;	/* kernel backend: the chunk's id */
-	uint64_t requested;	/* own segments: what was asked for */
-	uint64_t idle_since;	/* ms (CLOCK_MONOTONIC_COARSE) when it went idle */
-	uint32_t nr_used;	/* blocks in use in it */
-	uint8_t kind;		/* enum gp_hpool_kind, or GP_SEG_OWN/GP_SEG_IMPORT */
-	bool registered;
-	bool huge;
-	bool locked;		/* user backend: mlocked */
-	uint16_t parts;		/* user backend: memfds mapped side by side (0: one) */
-	uint64_t part_size;	/* user backend: each but the last one's size */
-	struct gp_list link;		/* all segments of the context */
-	struct gp_list idle_link;	/* LRU of idle pool segments */
-};
-#define GP_SEG_OWN	0x10	/* GP_HOST_SHARED buffer: a segment of its own */
-#define GP_SEG_IMPORT	0x11	/* mapped by gp_host_import() */
-
-struct gp_hpool {
-	struct bfc *b;
-	struct gp_map regions;	/* region id -> struct gp_seg */
-};
-
-/* What a host backend does; both fill seg->addr/size/fd/huge/khandle. */
-struct gp_backend_ops {
-	const char *name;
-	int (*open)(struct gp_ctx *ctx);
-	void (*close)(struct gp_ctx *ctx);
-	/* Map a new segment of exactly size bytes (a multiple of the page);
-	 * keep_fd: the segment may be exported, keep a descriptor for it.
-	 */
-	int (*map)(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
-		   bool keep_fd);
-	void (*unmap)(struct gp_ctx *ctx, struct gp_seg *seg);
-	int (*export_fd)(struct gp_ctx *ctx, struct gp_seg *seg, int *fd);
-	int (*import_fd)(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
-};
-/* GP_OPEN_NUMA_STRICT to a node that cannot serve it: -ENODEV at open,
- * naming the nodes that can (nodes: their list, "0-1,3").
- */
-int gp_strict_node_error(struct gp_ctx *ctx, const char *what,
-			 const char *nodes);
-extern const struct gp_backend_ops gp_backend_user;
-extern const struct gp_backend_ops gp_backend_kernel;
-
-/* Device -------------------------------------------------------------------- */
-
-struct gp_dpool;	/* dev/ */
-
-/* The virtual mode's default headroom: mapped bytes at most 1/11 (9.09%)
- * above the most in use.  Less remaps more often (1/16 remapped ~20 times
- * as often on the loader trace); more holds more idle memory.
- */
-#define GP_DEV_HEADROOM_PPM	(1000000 / 11)
-
 /* The context ---------------------------------------------------------------- */
 
 struct gp_ctx {
@@ -145,41 +98,20 @@ struct gp_ctx {
 	uint64_t dev_headroom_ppm;
 	int backend;			/* GP_BACKEND_KERNEL / USER */
 	const struct gp_backend_ops *ops;
+	void *backend_data;		/* the backend's own state (backend/) */
 	int numa_node;			/* resolved, -1 = none */
 	uint64_t page_size;
-	bool hugetlb_ok;		/* MFD_HUGETLB worked or not tried yet */
-	unsigned int populate_threads;	/* user backend: faulting in a segment */
-	bool shmem_thp;			/* user backend: shmem THP allowed */
-	bool populate_threads_set;	/* GPUPOOL_POPULATE_THREADS given */
+	/* The unit of host memory: the page, or gpupool.ko's granularity
+	 * when that is larger (set by the backend's open).
+	 */
+	uint64_t host_gran;
 	char why[192];			/* for gp_info */
-
-	/* Kernel backend. */
-	int kfd;
-	uint32_t kmod_major, kmod_minor;
-	uint64_t kgran;
-	uint64_t knode_mask;		/* the module's sub-pools, by node */
 
 	struct gp_cuda cuda;
 
-	/* Host pools: everything below under host_lock. */
-	pthread_mutex_t host_lock;
-	struct gp_hpool hp[GP_NR_HPOOLS];
-	struct gp_map own;		/* addr -> own / imported segment */
-	struct gp_list segs;		/* every host segment */
-	struct gp_list idle;		/* idle pool segments, oldest first */
-	uint64_t idle_bytes;
-	struct gp_host_stats hst;
-	/* The runtime refused to initialize CUDA in this process (as it does
-	 * in a child of fork() once the parent has used CUDA): host memory
-	 * stays pinned but unregistered from then on (gp_seg_register()).
-	 */
-	bool host_unregistered;
-
-	/* Device pools, created on first use under dev_lock. */
-	pthread_mutex_t dev_lock;
-	struct gp_dpool **dev;		/* cuda.device_count entries */
-
-	struct gp_reader_pool *io;	/* io/, created on first use */
+	struct gp_host *host;		/* host/: the host pools */
+	struct gp_devpools *dev;	/* dev/: the device pools (with CUDA) */
+	struct gp_reader_pool *io;	/* io/: the file reader, on first use */
 
 	/* The last error. */
 	pthread_mutex_t err_lock;
@@ -197,42 +129,6 @@ uint64_t gp_now_ms(void);
  * inline: tests/fuzz/fuzz_ioctl_reply.c calls it to write what it expects.
  */
 const char *gp_fmt_bytes(char *buf, size_t len, uint64_t bytes);
-
-/* host/ */
-int gp_host_init(struct gp_ctx *ctx);
-void gp_host_fini(struct gp_ctx *ctx);
-/* Map + register a segment and account it (host_lock held). */
-int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
-		  struct gp_seg **out);
-/* Unregister, unmap, unaccount and free a segment (host_lock held). */
-void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg);
-int gp_seg_register(struct gp_ctx *ctx, struct gp_seg *seg);
-void gp_seg_unregister(struct gp_ctx *ctx, struct gp_seg *seg);
-void gp_seg_link(struct gp_ctx *ctx, struct gp_seg *seg);
-/* Room for size more bytes mapped under host_limit, releasing idle
- * segments; -ENOMEM (message set) when even that is not enough.
- */
-int gp_host_make_room(struct gp_ctx *ctx, uint64_t size);
-/* The segment of [addr, addr + len) when that lies inside one buffer in use
- * (a pool block, a shared or an imported buffer): fn(arg, seg) runs on it
- * under host_lock, the same hold as the lookup, and its value is returned;
- * -ENOENT (fn not called) when there is none.
- */
-int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,
-		   int (*fn)(void *arg, const struct gp_seg *seg), void *arg);
-
-
-/* dev/ */
-void gp_dev_fini(struct gp_ctx *ctx);
-/* The mode of device's pool (created if need be), enum gp_dev_mode. */
-int gp_dev_mode(struct gp_ctx *ctx, int device);
-/* gp_dev_free() with the device known (-1: search every device). */
-int gp_dev_free_on(struct gp_ctx *ctx, int device, void *ptr, gp_stream_t stream);
-
-/* backend/kernel.c: probe /dev/gpupool for AUTO; 0 when usable. */
-int gp_kernel_probe(struct gp_ctx *ctx, bool forced);
-/* Map a chunk descriptor from GPUPOOL_IOC_EXPORT; -ENOTTY if fd is not one. */
-int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
 
 /* The BFC placement policy of every pool of the context. */
 _Static_assert(GP_PLACEMENT_TF + BFC_POLICY_HALF == GP_PLACEMENT_HALF &&

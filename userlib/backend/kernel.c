@@ -33,9 +33,22 @@
 
 #define GP_DEV_PATH	"/dev/gpupool"
 
+/* ctx->backend_data: what the probe learnt, and the open device. */
+struct gp_kernel {
+	int fd;				/* /dev/gpupool */
+	uint32_t abi_major, abi_minor;	/* the module's */
+	uint64_t node_mask;		/* the module's sub-pools, by node */
+};
+
+static struct gp_kernel *gp_kernel_of(const struct gp_ctx *ctx)
+{
+	return ctx->backend_data;
+}
+
 int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
 {
 	struct gpupool_version v;
+	struct gp_kernel *k;
 	int fd, e;
 
 	fd = open(GP_DEV_PATH, O_RDWR | O_CLOEXEC);
@@ -86,12 +99,18 @@ int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
 			      v.abi_major, v.abi_minor, v.min_lib_major,
 			      GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
 	}
-	ctx->kfd = fd;
-	ctx->kmod_major = v.abi_major;
-	ctx->kmod_minor = v.abi_minor;
-	ctx->kgran = v.granularity;
-	ctx->knode_mask = v.node_mask;
-	ctx->hugetlb_ok = false;
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		close(fd);
+		return gp_err(ctx, -ENOMEM, "gp_open: out of memory");
+	}
+	k->fd = fd;
+	k->abi_major = v.abi_major;
+	k->abi_minor = v.abi_minor;
+	k->node_mask = v.node_mask;
+	ctx->backend_data = k;
+	ctx->host_gran = v.granularity > ctx->page_size ? v.granularity :
+			 ctx->page_size;
 	snprintf(ctx->why, sizeof(ctx->why),
 		 "gpupool.ko ABI %u.%u, pool %llu bytes on %u node(s)",
 		 v.abi_major, v.abi_minor, (unsigned long long)v.pool_size,
@@ -106,23 +125,34 @@ static int gp_kernel_open(struct gp_ctx *ctx)
 	size_t len = 0;
 	int node = ctx->numa_node, i;
 
+	uint64_t mask = gp_kernel_of(ctx)->node_mask;
+
 	if (node < 0 || !(ctx->opt.flags & GP_OPEN_NUMA_STRICT) ||
-	    (node < 64 && (ctx->knode_mask >> node) & 1))
+	    (node < 64 && (mask >> node) & 1))
 		return 0;
 	for (i = 0; i < 64; i++)
-		if ((ctx->knode_mask >> i) & 1)
+		if ((mask >> i) & 1)
 			len += (size_t)snprintf(nodes + len, sizeof(nodes) - len,
 						"%s%d", len ? "," : "", i);
-	close(ctx->kfd);
-	ctx->kfd = -1;
+	ctx->ops->close(ctx);
 	return gp_strict_node_error(ctx, "gpupool.ko has no sub-pool", nodes);
 }
 
 static void gp_kernel_close(struct gp_ctx *ctx)
 {
-	if (ctx->kfd >= 0)
-		close(ctx->kfd);
-	ctx->kfd = -1;
+	struct gp_kernel *k = gp_kernel_of(ctx);
+
+	if (!k)
+		return;
+	close(k->fd);
+	free(k);
+	ctx->backend_data = NULL;
+}
+
+static void gp_kernel_info(struct gp_ctx *ctx, struct gp_info *info)
+{
+	info->kmod_abi_major = gp_kernel_of(ctx)->abi_major;
+	info->kmod_abi_minor = gp_kernel_of(ctx)->abi_minor;
 }
 
 static void gp_kernel_free_handle(struct gp_ctx *ctx, uint64_t handle)
@@ -131,7 +161,7 @@ static void gp_kernel_free_handle(struct gp_ctx *ctx, uint64_t handle)
 
 	memset(&f, 0, sizeof(f));
 	f.handle = handle;
-	if (ioctl(ctx->kfd, GPUPOOL_IOC_FREE, &f))
+	if (ioctl(gp_kernel_of(ctx)->fd, GPUPOOL_IOC_FREE, &f))
 		gp_debug(ctx, "GPUPOOL_IOC_FREE(%#llx): %s",
 			 (unsigned long long)handle, strerror(errno));
 }
@@ -255,7 +285,7 @@ static int gp_kernel_cgroup_refused(struct gp_ctx *ctx, const char *a,
 	cg.path_ptr = (uint64_t)(uintptr_t)path;
 	cg.path_len = GP_CG_PATH_MAX;
 	path[0] = 0;
-	if (ioctl(ctx->kfd, GPUPOOL_IOC_CGROUP, &cg)) {
+	if (ioctl(gp_kernel_of(ctx)->fd, GPUPOOL_IOC_CGROUP, &cg)) {
 		e = errno;
 		switch (e) {
 		case ENOTTY:
@@ -345,7 +375,7 @@ static int gp_kernel_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 		a.flags = GPUPOOL_ALLOC_NODE;
 		a.node = (uint32_t)ctx->numa_node;
 	}
-	if (ioctl(ctx->kfd, GPUPOOL_IOC_ALLOC, &a)) {
+	if (ioctl(gp_kernel_of(ctx)->fd, GPUPOOL_IOC_ALLOC, &a)) {
 		e = errno;
 		if (!(e == ENODEV || e == ENOMEM) || !a.flags ||
 		    (ctx->opt.flags & GP_OPEN_NUMA_STRICT))
@@ -355,7 +385,7 @@ static int gp_kernel_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 			 ctx->numa_node, (unsigned long long)size);
 		a.flags = 0;
 		a.node = 0;
-		if (ioctl(ctx->kfd, GPUPOOL_IOC_ALLOC, &a))
+		if (ioctl(gp_kernel_of(ctx)->fd, GPUPOOL_IOC_ALLOC, &a))
 			return gp_kernel_alloc_error(ctx, errno, size);
 	}
 	/* The buffer handed out is `size` bytes of this mapping: a module
@@ -371,13 +401,13 @@ static int gp_kernel_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 			      (unsigned long long)a.chunk_size);
 	}
 	addr = mmap(NULL, a.chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		    ctx->kfd, (off_t)a.handle);
+		    gp_kernel_of(ctx)->fd, (off_t)a.handle);
 	if (addr == MAP_FAILED) {
 		e = errno;
 		gp_kernel_free_handle(ctx, a.handle);
 		return gp_err(ctx, -e, "mmap of a gpupool chunk: %s", strerror(e));
 	}
-	ctx->hst.map_calls++;
+	gp_host_mapped(ctx);
 	seg->addr = (uint64_t)(uintptr_t)addr;
 	seg->size = a.chunk_size;
 	seg->khandle = a.handle;
@@ -389,7 +419,7 @@ static int gp_kernel_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 static void gp_kernel_unmap(struct gp_ctx *ctx, struct gp_seg *seg)
 {
 	munmap((void *)(uintptr_t)seg->addr, seg->size);
-	ctx->hst.unmap_calls++;
+	gp_host_unmapped(ctx);
 	if (seg->kind != GP_SEG_IMPORT)
 		gp_kernel_free_handle(ctx, seg->khandle);
 	if (seg->fd >= 0)
@@ -404,7 +434,7 @@ static int gp_kernel_export(struct gp_ctx *ctx, struct gp_seg *seg, int *fd)
 	memset(&x, 0, sizeof(x));
 	x.handle = seg->khandle;
 	x.flags = GPUPOOL_EXPORT_CLOEXEC;
-	if (ioctl(ctx->kfd, GPUPOOL_IOC_EXPORT, &x))
+	if (ioctl(gp_kernel_of(ctx)->fd, GPUPOOL_IOC_EXPORT, &x))
 		return gp_err(ctx, -errno, "GPUPOOL_IOC_EXPORT: %s", strerror(errno));
 	if (x.fd > INT_MAX)	/* not a descriptor: nothing to close either */
 		return gp_err(ctx, -EPROTO,
@@ -427,7 +457,7 @@ int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 	if (addr == MAP_FAILED)
 		return gp_err(ctx, -errno, "import: mmap of a gpupool chunk: %s",
 			      strerror(errno));
-	ctx->hst.map_calls++;
+	gp_host_mapped(ctx);
 	seg->addr = (uint64_t)(uintptr_t)addr;
 	seg->size = ci.size;
 	seg->fd = -1;
@@ -453,4 +483,5 @@ const struct gp_backend_ops gp_backend_kernel = {
 	.unmap = gp_kernel_unmap,
 	.export_fd = gp_kernel_export,
 	.import_fd = gp_kernel_import,
+	.info = gp_kernel_info,
 };

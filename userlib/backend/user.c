@@ -156,6 +156,7 @@ static bool gp_node_allowed(int node, char *list, size_t len)
 
 static int gp_user_open(struct gp_ctx *ctx)
 {
+	struct gp_user *u;
 	char nodes[256];
 	struct rlimit rl;
 
@@ -172,19 +173,25 @@ static int gp_user_open(struct gp_ctx *ctx)
 						    nodes);
 	}
 
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return gp_err(ctx, -ENOMEM, "gp_open: out of memory");
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
-		ctx->hst.memlock_limit = rl.rlim_cur == RLIM_INFINITY ?
-					 UINT64_MAX : rl.rlim_cur;
-	ctx->hugetlb_ok = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES);
-	ctx->populate_threads = gp_populate_threads_default(&ctx->populate_threads_set);
-	ctx->shmem_thp = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES) &&
-			 gp_shmem_thp_allowed();
+		gp_host_set_memlock_limit(ctx, rl.rlim_cur == RLIM_INFINITY ?
+					  UINT64_MAX : rl.rlim_cur);
+	u->hugetlb_ok = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES);
+	u->populate_threads = gp_populate_threads_default(&u->populate_threads_set);
+	u->shmem_thp = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES) &&
+		       gp_shmem_thp_allowed();
+	ctx->backend_data = u;
+	ctx->host_gran = ctx->page_size;
 	return 0;
 }
 
 static void gp_user_close(struct gp_ctx *ctx)
 {
-	(void)ctx;
+	free(ctx->backend_data);
+	ctx->backend_data = NULL;
 }
 
 static int gp_user_bind(struct gp_ctx *ctx, void *addr, uint64_t size)
@@ -222,7 +229,7 @@ static int gp_user_settle(struct gp_ctx *ctx, struct gp_seg *seg, void *addr,
 		ret = gp_memlock_error(ctx, errno, size);
 	if (ret < 0) {
 		munmap(addr, size);
-		ctx->hst.unmap_calls++;
+		gp_host_unmapped(ctx);
 		return ret;
 	}
 	seg->addr = (uint64_t)(uintptr_t)addr;
@@ -277,7 +284,7 @@ static int gp_user_map_parts(struct gp_ctx *ctx, struct gp_seg *seg,
 			goto fail;
 		}
 	}
-	ctx->hst.map_calls++;
+	gp_host_mapped(ctx);
 	if (!(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
 		madvise(base, size, MADV_HUGEPAGE);	/* transparent ones */
 	ret = gp_user_bind(ctx, base, size);
@@ -327,7 +334,7 @@ static int gp_user_map_anon(struct gp_ctx *ctx, struct gp_seg *seg,
 	if (addr == MAP_FAILED)
 		return gp_err(ctx, -errno, "mapping %llu bytes of shared memory: %s",
 			      (unsigned long long)size, strerror(errno));
-	ctx->hst.map_calls++;
+	gp_host_mapped(ctx);
 	if (!(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
 		madvise(addr, size, MADV_HUGEPAGE);
 	ret = gp_user_bind(ctx, addr, size);
@@ -340,7 +347,7 @@ static int gp_user_map_anon(struct gp_ctx *ctx, struct gp_seg *seg,
 static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 		       bool keep_fd)
 {
-	bool huge = ctx->hugetlb_ok && size % GP_HUGE_PAGE == 0;
+	bool huge = gp_user_of(ctx)->hugetlb_ok && size % GP_HUGE_PAGE == 0;
 	unsigned int threads;
 	void *addr;
 	int fd = -1, e, ret;
@@ -376,11 +383,11 @@ retry:
 				      (unsigned long long)size, strerror(e));
 		gp_debug(ctx, "no hugetlb pages (%s); using normal pages",
 			 strerror(e));
-		ctx->hugetlb_ok = false;
+		gp_user_of(ctx)->hugetlb_ok = false;
 		huge = false;
 		goto retry;
 	}
-	ctx->hst.map_calls++;
+	gp_host_mapped(ctx);
 	/* The size can never change under a mapping (an importer could
 	 * otherwise truncate it and make us fault).
 	 */
@@ -408,7 +415,7 @@ retry:
 			gp_debug(ctx, "huge pages of %llu bytes not faulted in (%s); using normal pages",
 				 (unsigned long long)size, strerror(e));
 			munmap(addr, size);
-			ctx->hst.unmap_calls++;
+			gp_host_unmapped(ctx);
 			close(fd);
 			huge = false;
 			goto retry;
@@ -432,7 +439,7 @@ retry:
 
 out_unmap:
 	munmap(addr, size);
-	ctx->hst.unmap_calls++;
+	gp_host_unmapped(ctx);
 	close(fd);
 	return ret;
 }
@@ -485,7 +492,7 @@ static void gp_user_unmap(struct gp_ctx *ctx, struct gp_seg *seg)
 		gp_user_unmap_parts(seg);
 	else
 		munmap((void *)(uintptr_t)seg->addr, seg->size);
-	ctx->hst.unmap_calls++;
+	gp_host_unmapped(ctx);
 	if (seg->fd >= 0)
 		close(seg->fd);
 	seg->fd = -1;
@@ -534,11 +541,11 @@ static int gp_user_import(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 		    fd, 0);
 	if (addr == MAP_FAILED)
 		return gp_err(ctx, -errno, "import: mmap: %s", strerror(errno));
-	ctx->hst.map_calls++;
+	gp_host_mapped(ctx);
 	if (gp_mlock(addr, (uint64_t)st.st_size)) {
 		e = errno;
 		munmap(addr, (size_t)st.st_size);
-		ctx->hst.unmap_calls++;
+		gp_host_unmapped(ctx);
 		return gp_memlock_error(ctx, e, (uint64_t)st.st_size);
 	}
 	seg->addr = (uint64_t)(uintptr_t)addr;

@@ -10,6 +10,19 @@
 
 #define GP_POPULATE_MAX_THREADS	256
 
+/* ctx->backend_data. */
+struct gp_user {
+	unsigned int populate_threads;	/* faulting in a segment */
+	bool populate_threads_set;	/* GPUPOOL_POPULATE_THREADS given */
+	bool shmem_thp;			/* shmem THP allowed */
+	bool hugetlb_ok;		/* MFD_HUGETLB worked or not tried yet */
+};
+
+static inline struct gp_user *gp_user_of(const struct gp_ctx *ctx)
+{
+	return ctx->backend_data;
+}
+
 /* user_populate.c */
 /* How many threads may fault in a segment (see there). */
 unsigned int gp_populate_threads_default(bool *set);

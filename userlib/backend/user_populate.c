@@ -91,7 +91,7 @@ static long gp_tasks_running(void)
  */
 static uint64_t gp_populate_unit(const struct gp_ctx *ctx)
 {
-	return ctx->shmem_thp ? GP_HUGE_PAGE : GP_POPULATE_MIN;
+	return gp_user_of(ctx)->shmem_thp ? GP_HUGE_PAGE : GP_POPULATE_MIN;
 }
 
 /*
@@ -103,12 +103,12 @@ static uint64_t gp_populate_unit(const struct gp_ctx *ctx)
  */
 unsigned int gp_populate_threads(struct gp_ctx *ctx, uint64_t size)
 {
-	uint64_t n = ctx->populate_threads;
+	uint64_t n = gp_user_of(ctx)->populate_threads;
 	long busy;
 
 	if (n > size / gp_populate_unit(ctx))
 		n = size / gp_populate_unit(ctx);
-	if (n >= 2 && !ctx->populate_threads_set) {
+	if (n >= 2 && !gp_user_of(ctx)->populate_threads_set) {
 		busy = gp_tasks_running() - 1;	/* others than this one */
 		if (busy > 0)
 			n = (uint64_t)busy >= n ? 1 : n - (uint64_t)busy;
@@ -332,7 +332,7 @@ static int gp_populate(struct gp_ctx *ctx, void *addr, uint64_t size,
 	/* No file (fds[0] < 0: see gp_user_map_anon()): faults.  One file:
 	 * its writes would take turns on its lock.
 	 */
-	f->write_first = !ctx->shmem_thp && fds[0] >= 0;
+	f->write_first = !gp_user_of(ctx)->shmem_thp && fds[0] >= 0;
 	if (f->write_first && parts == 1)
 		threads = 1;
 	f->page = (long)ctx->page_size;

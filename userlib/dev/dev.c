@@ -68,11 +68,11 @@ struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create)
 
 	if (!ctx->cuda.usable || device < 0 || device >= ctx->cuda.device_count)
 		return NULL;
-	p = __atomic_load_n(&ctx->dev[device], __ATOMIC_ACQUIRE);
+	p = __atomic_load_n(&ctx->dev->pool[device], __ATOMIC_ACQUIRE);
 	if (p || !create)
 		return p;
-	pthread_mutex_lock(&ctx->dev_lock);
-	p = ctx->dev[device];
+	pthread_mutex_lock(&ctx->dev->lock);
+	p = ctx->dev->pool[device];
 	if (p)
 		goto out;
 	p = calloc(1, sizeof(*p));
@@ -108,9 +108,9 @@ struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create)
 	p->st.limit = p->limit;
 	gp_debug(ctx, "device %d pool: %llu bytes total, limit %llu", device,
 		 (unsigned long long)p->total_mem, (unsigned long long)p->limit);
-	__atomic_store_n(&ctx->dev[device], p, __ATOMIC_RELEASE);
+	__atomic_store_n(&ctx->dev->pool[device], p, __ATOMIC_RELEASE);
 out:
-	pthread_mutex_unlock(&ctx->dev_lock);
+	pthread_mutex_unlock(&ctx->dev->lock);
 	return p;
 }
 
@@ -420,7 +420,7 @@ void gp_dev_fini(struct gp_ctx *ctx)
 	if (!ctx->dev)
 		return;
 	for (d = 0; d < ctx->cuda.device_count; d++) {
-		struct gp_dpool *p = ctx->dev[d];
+		struct gp_dpool *p = ctx->dev->pool[d];
 
 		if (!p)
 			continue;
@@ -444,6 +444,27 @@ void gp_dev_fini(struct gp_ctx *ctx)
 		pthread_mutex_destroy(&p->lock);
 		free(p);
 	}
+	pthread_mutex_destroy(&ctx->dev->lock);
+	free(ctx->dev->pool);
 	free(ctx->dev);
 	ctx->dev = NULL;
+}
+
+int gp_dev_init(struct gp_ctx *ctx)
+{
+	struct gp_devpools *d;
+
+	if (!ctx->cuda.usable)
+		return 0;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->pool = calloc((size_t)ctx->cuda.device_count, sizeof(*d->pool));
+	if (!d->pool) {
+		free(d);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	ctx->dev = d;
+	return 0;
 }

@@ -104,6 +104,12 @@ struct gp_dpool {
 };
 
 /* dev.c */
+/* ctx->dev: a pool per device, each created on first use under lock. */
+struct gp_devpools {
+	pthread_mutex_t lock;
+	struct gp_dpool **pool;		/* cuda.device_count entries */
+};
+
 struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create);
 
 /* stream.c (pool lock held) */

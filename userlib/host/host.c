@@ -21,6 +21,9 @@
  * every growth), when a new segment would exceed host_limit, and all of
  * them when the system refuses a new segment (then it is tried once more).
  *
+ * segments.c has the segments and the idle list; this file the pools, the
+ * API, set-up and tear-down; their state is struct gp_host (pools.h).
+ *
  * One mutex (host_lock) covers all of it; the fast path (a block from a
  * cached segment) makes no system call.
  */
@@ -29,257 +32,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
-
-/* Idle list ------------------------------------------------------------------ */
-
-static void gp_idle_add(struct gp_ctx *ctx, struct gp_seg *seg)
-{
-	seg->idle_since = gp_now_ms();
-	gp_list_add_tail(&ctx->idle, &seg->idle_link);
-	ctx->idle_bytes += seg->size;
-}
-
-/* The oldest idle segment, or NULL. */
-static struct gp_seg *gp_idle_oldest(struct gp_ctx *ctx)
-{
-	return gp_list_first(&ctx->idle, struct gp_seg, idle_link);
-}
-
-static void gp_idle_del(struct gp_ctx *ctx, struct gp_seg *seg)
-{
-	gp_list_del(&seg->idle_link);
-	ctx->idle_bytes -= seg->size;
-}
-
-/* Segments ------------------------------------------------------------------- */
-
-/*
- * CUDA cannot be used in this process at all: the runtime answers every
- * call that needs the driver with an initialization error, which is what
- * a child of fork() gets once its parent has used CUDA (a data loader's
- * fork-started workers, say).  Such a process cannot copy to a GPU, so
- * registering is pointless there: its memory stays pinned (the backend
- * did that) and unregistered, and gp_info() says so.  With
- * GP_OPEN_REQUIRE_CUDA the caller asked for registered memory or nothing:
- * -EIO, saying why.
- */
-static int host_cuda_refused(struct gp_ctx *ctx, cudaError_t e)
-{
-	const char *what = "CUDA cannot be initialized in this process (a "
-			   "child of fork() cannot once its parent has used CUDA)";
-	char was[sizeof(ctx->why)];
-
-	if (ctx->opt.flags & GP_OPEN_REQUIRE_CUDA)
-		return gp_err(ctx, -EIO, "cudaHostRegister failed: %s: %s; "
-			      "open the context in a process started with spawn, "
-			      "or before CUDA is used", gp_cuda_errstr(ctx, e), what);
-	ctx->host_unregistered = true;
-	/* First, so that it survives the truncation of the old text. */
-	memcpy(was, ctx->why, sizeof(was));
-	if (snprintf(ctx->why, sizeof(ctx->why), "host memory is not "
-		     "registered: %s; %s", what, was) >= (int)sizeof(ctx->why))
-		gp_debug(ctx, "before: %s", was);
-	gp_debug(ctx, "cudaHostRegister: %s: %s; host memory stays "
-		 "unregistered", gp_cuda_errstr(ctx, e), what);
-	return 0;
-}
-
-/*
- * Register a freshly mapped segment with CUDA (once, for its whole life),
- * when CUDA is usable.  -EIO, with the runtime's words, when the driver
- * refuses.
- */
-int gp_seg_register(struct gp_ctx *ctx, struct gp_seg *seg)
-{
-	unsigned int fl = cudaHostRegisterPortable;
-	cudaError_t e;
-
-	if (!ctx->cuda.usable || ctx->host_unregistered)
-		return 0;
-	if (ctx->opt.flags & GP_OPEN_HOST_MAPPED)
-		fl |= cudaHostRegisterMapped;
-	ctx->hst.register_calls++;
-	e = ctx->cuda.cudaHostRegister((void *)(uintptr_t)seg->addr, seg->size,
-				       fl);
-	if (e != cudaSuccess) {
-		ctx->cuda.cudaGetLastError();
-		if (e == cudaErrorInitializationError)
-			return host_cuda_refused(ctx, e);
-		return gp_err(ctx, -EIO, "cudaHostRegister of %llu bytes failed: %s",
-			      (unsigned long long)seg->size,
-			      gp_cuda_errstr(ctx, e));
-	}
-	seg->registered = true;
-	ctx->hst.registered++;
-	return 0;
-}
-
-/* Before the memory leaves the process: unmapping registered memory would
- * leave the driver with a stale registration.
- */
-void gp_seg_unregister(struct gp_ctx *ctx, struct gp_seg *seg)
-{
-	if (!seg->registered)
-		return;
-	ctx->hst.unregister_calls++;
-	if (ctx->cuda.cudaHostUnregister((void *)(uintptr_t)seg->addr) !=
-	    cudaSuccess)
-		ctx->cuda.cudaGetLastError();
-	seg->registered = false;
-	ctx->hst.registered--;
-}
-
-/* A mapped (and registered) segment joins the context's list and figures. */
-void gp_seg_link(struct gp_ctx *ctx, struct gp_seg *seg)
-{
-	gp_list_add(&ctx->segs, &seg->link);
-	ctx->hst.reserved += seg->size;
-	if (ctx->hst.reserved > ctx->hst.peak_reserved)
-		ctx->hst.peak_reserved = ctx->hst.reserved;
-	ctx->hst.segments++;
-	if (seg->huge)
-		ctx->hst.segments_huge++;
-}
-
-int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
-		  struct gp_seg **out)
-{
-	struct gp_seg *seg = calloc(1, sizeof(*seg));
-	int ret;
-
-	if (!seg)
-		return gp_err(ctx, -ENOMEM, "out of memory for segment metadata");
-	seg->fd = -1;
-	seg->kind = (uint8_t)kind;
-	ret = ctx->ops->map(ctx, seg, size, keep_fd);
-	if (ret)
-		goto out_free;
-	ret = gp_seg_register(ctx, seg);
-	if (ret)
-		goto out_unmap;
-	gp_seg_link(ctx, seg);
-	gp_debug(ctx, "segment %#llx + %llu mapped (%s%s)",
-		 (unsigned long long)seg->addr, (unsigned long long)seg->size,
-		 seg->huge ? "huge pages, " : "",
-		 seg->registered ? "registered" : "not registered");
-	*out = seg;
-	return 0;
-
-out_unmap:
-	ctx->ops->unmap(ctx, seg);
-out_free:
-	free(seg);
-	return ret;
-}
-
-void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg)
-{
-	gp_io_seg_gone(ctx, seg);
-	gp_seg_unregister(ctx, seg);
-	ctx->ops->unmap(ctx, seg);
-	gp_list_del(&seg->link);
-	ctx->hst.reserved -= seg->size;
-	ctx->hst.segments--;
-	if (seg->huge)
-		ctx->hst.segments_huge--;
-	free(seg);
-}
-
-/* Give an idle pool segment back to the system. */
-static void gp_release_idle_seg(struct gp_ctx *ctx, struct gp_seg *seg)
-{
-	struct gp_hpool *hp = &ctx->hp[seg->kind];
-	int ret;
-
-	gp_idle_del(ctx, seg);
-	ret = bfc_remove_region(hp->b, seg->region_id, NULL, NULL);
-	BFC_ASSERT(ret == 0, "an idle segment is not wholly free in its core");
-	(void)ret;
-	gp_map_del(&hp->regions, seg->region_id);
-	ctx->hst.trimmed += seg->size;
-	gp_seg_destroy(ctx, seg);
-}
-
-/* Enforce host_cache_max and host_gc_idle_ms. */
-static void gp_host_gc(struct gp_ctx *ctx)
-{
-	uint64_t cap = ctx->opt.host_cache_max;
-	uint64_t idle_ms = ctx->opt.host_gc_idle_ms;
-
-	struct gp_seg *seg;
-
-	while (cap && ctx->idle_bytes > cap)
-		gp_release_idle_seg(ctx, gp_idle_oldest(ctx));
-	if (idle_ms) {
-		uint64_t now = gp_now_ms();
-
-		while ((seg = gp_idle_oldest(ctx)) && now - seg->idle_since >= idle_ms)
-			gp_release_idle_seg(ctx, seg);
-	}
-}
-
-static uint64_t gp_host_page(struct gp_ctx *ctx)
-{
-	return ctx->kgran > ctx->page_size ? ctx->kgran : ctx->page_size;
-}
-
-/* Make room for `size` more bytes under host_limit, releasing idle
- * segments, oldest first.
- */
-int gp_host_make_room(struct gp_ctx *ctx, uint64_t size)
-{
-	uint64_t limit = ctx->opt.host_limit;
-	char a[32], b[32], c[32];
-
-	if (!limit)
-		return 0;
-	while (ctx->hst.reserved + size > limit && !gp_list_empty(&ctx->idle))
-		gp_release_idle_seg(ctx, gp_idle_oldest(ctx));
-	if (ctx->hst.reserved + size <= limit)
-		return 0;
-	return gp_err(ctx, -ENOMEM,
-		      "host_limit reached: %s more would exceed %s (%s mapped, all "
-		      "in use); raise gp_options.host_limit or GPUPOOL_HOST_LIMIT",
-		      gp_fmt_bytes(a, sizeof(a), size),
-		      gp_fmt_bytes(b, sizeof(b), limit),
-		      gp_fmt_bytes(c, sizeof(c), ctx->hst.reserved));
-}
-
-static void gp_release_all_idle(struct gp_ctx *ctx)
-{
-	while (!gp_list_empty(&ctx->idle))
-		gp_release_idle_seg(ctx, gp_idle_oldest(ctx));
-}
-
-/*
- * The system refused a segment (RLIMIT_MEMLOCK, the module's
- * per_process_limit, a full module pool): give back every idle segment, so
- * that one retry can use what they held.  False when there was none.
- */
-static bool gp_host_release_idle(struct gp_ctx *ctx)
-{
-	if (gp_list_empty(&ctx->idle))
-		return false;
-	gp_debug(ctx, "segment refused: releasing %llu idle bytes and retrying",
-		 (unsigned long long)ctx->idle_bytes);
-	gp_release_all_idle(ctx);
-	return true;
-}
-
-/* Worth retrying after gp_host_release_idle(): not CUDA's refusal (-EIO)
- * nor a bad argument.
- */
-static bool gp_host_refused(int ret)
-{
-	return ret && ret != -EIO && ret != -EINVAL;
-}
+#include "pools.h"
 
 /* Add a segment able to hold `size` to pool `kind`. */
 static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
 {
-	struct gp_hpool *hp = &ctx->hp[kind];
-	uint64_t page = gp_host_page(ctx), want, least;
+	struct gp_hpool *hp = &ctx->host->hp[kind];
+	uint64_t page = ctx->host_gran, want, least;
 	struct gp_seg *seg;
 	int ret;
 
@@ -296,7 +55,7 @@ static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
 	 * (it may fit as things are).
 	 */
 	if (want > least && ctx->opt.host_limit &&
-	    ctx->hst.reserved - ctx->idle_bytes + want > ctx->opt.host_limit)
+	    ctx->host->st.reserved - ctx->host->idle_bytes + want > ctx->opt.host_limit)
 		want = least;
 	ret = gp_host_make_room(ctx, want);
 	if (ret && want > least)
@@ -328,7 +87,7 @@ static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
 
 static int gp_host_alloc_own(struct gp_ctx *ctx, size_t size, void **ptr)
 {
-	uint64_t rounded = gp_round_up(size, gp_host_page(ctx));
+	uint64_t rounded = gp_round_up(size, ctx->host_gran);
 	struct gp_seg *seg;
 	int ret;
 
@@ -344,14 +103,14 @@ static int gp_host_alloc_own(struct gp_ctx *ctx, size_t size, void **ptr)
 		ret = gp_seg_create(ctx, rounded, GP_SEG_OWN, true, &seg);
 	if (ret)
 		return ret;
-	if (gp_map_put(&ctx->own, seg->addr, seg)) {
+	if (gp_map_put(&ctx->host->own, seg->addr, seg)) {
 		gp_seg_destroy(ctx, seg);
 		return gp_err(ctx, -ENOMEM, "out of memory for buffer metadata");
 	}
 	seg->requested = size;
 	seg->nr_used = 1;
-	ctx->hst.in_use += seg->size;
-	ctx->hst.requested += size;
+	ctx->host->st.in_use += seg->size;
+	ctx->host->st.requested += size;
 	*ptr = (void *)(uintptr_t)seg->addr;
 	return 0;
 }
@@ -372,7 +131,7 @@ GP_API int gp_host_alloc(struct gp_ctx *ctx, size_t size, unsigned int flags,
 	if (!size || (flags & ~GP_HOST_VALID_FLAGS))
 		return gp_err(ctx, -EINVAL, "gp_host_alloc: %s",
 			      size ? "unknown flags" : "size 0");
-	pthread_mutex_lock(&ctx->host_lock);
+	pthread_mutex_lock(&ctx->host->lock);
 	if (size > GP_SIZE_MAX) {
 		ret = gp_err(ctx, -ENOMEM, "gp_host_alloc: %zu bytes is more than any pool can hold",
 			     size);
@@ -383,7 +142,7 @@ GP_API int gp_host_alloc(struct gp_ctx *ctx, size_t size, unsigned int flags,
 		goto out;
 	}
 	kind = size <= GP_HOST_SMALL_MAX ? GP_POOL_SMALL : GP_POOL_LARGE;
-	hp = &ctx->hp[kind];
+	hp = &ctx->host->hp[kind];
 	while ((ret = bfc_alloc(hp->b, size, &h, &addr)) == -BFC_ENOMEM && !grown) {
 		ret = gp_host_grow(ctx, kind, size);
 		if (ret)
@@ -401,17 +160,17 @@ GP_API int gp_host_alloc(struct gp_ctx *ctx, size_t size, unsigned int flags,
 	BFC_ASSERT(seg, "a block in a region the library does not know");
 	if (seg->nr_used++ == 0)
 		gp_idle_del(ctx, seg);
-	ctx->hst.in_use += ci.size;
-	ctx->hst.requested += size;
+	ctx->host->st.in_use += ci.size;
+	ctx->host->st.requested += size;
 	if (!grown)
-		ctx->hst.cache_hits++;
+		ctx->host->st.cache_hits++;
 	*ptr = (void *)(uintptr_t)addr;
 out:
 	if (ret)
-		ctx->hst.failed++;
+		ctx->host->st.failed++;
 	else
-		ctx->hst.allocs++;
-	pthread_mutex_unlock(&ctx->host_lock);
+		ctx->host->st.allocs++;
+	pthread_mutex_unlock(&ctx->host->lock);
 	return ret;
 }
 
@@ -427,39 +186,39 @@ GP_API int gp_host_free(struct gp_ctx *ctx, void *ptr)
 		return -EINVAL;
 	if (!ptr)
 		return 0;
-	pthread_mutex_lock(&ctx->host_lock);
+	pthread_mutex_lock(&ctx->host->lock);
 	for (kind = 0; kind < GP_NR_HPOOLS; kind++) {
-		struct gp_hpool *hp = &ctx->hp[kind];
+		struct gp_hpool *hp = &ctx->host->hp[kind];
 
 		if (bfc_lookup(hp->b, addr, &h))
 			continue;
 		bfc_chunk_info(hp->b, h, &ci);
 		seg = gp_map_get(&hp->regions, ci.region_id);
 		bfc_free(hp->b, h);
-		ctx->hst.in_use -= ci.size;
-		ctx->hst.requested -= ci.requested;
+		ctx->host->st.in_use -= ci.size;
+		ctx->host->st.requested -= ci.requested;
 		if (--seg->nr_used == 0)
 			gp_idle_add(ctx, seg);
 		goto out;
 	}
-	seg = gp_map_del(&ctx->own, addr);
+	seg = gp_map_del(&ctx->host->own, addr);
 	if (!seg) {
 		ret = gp_err(ctx, -EINVAL,
 			     "gp_host_free: %p is not a buffer of this context", ptr);
-		pthread_mutex_unlock(&ctx->host_lock);
+		pthread_mutex_unlock(&ctx->host->lock);
 		return ret;
 	}
-	ctx->hst.in_use -= seg->size;
-	ctx->hst.requested -= seg->requested;
+	ctx->host->st.in_use -= seg->size;
+	ctx->host->st.requested -= seg->requested;
 	gp_seg_destroy(ctx, seg);
 out:
-	ctx->hst.frees++;
+	ctx->host->st.frees++;
 	/* host_cache_max and host_gc_idle_ms, checked on every free that could
 	 * matter: with something idle (O(1) unless something is due).
 	 */
-	if (!gp_list_empty(&ctx->idle))
+	if (!gp_list_empty(&ctx->host->idle))
 		gp_host_gc(ctx);
-	pthread_mutex_unlock(&ctx->host_lock);
+	pthread_mutex_unlock(&ctx->host->lock);
 	return ret;
 }
 
@@ -469,12 +228,12 @@ GP_API int gp_host_trim(struct gp_ctx *ctx, uint64_t *released)
 
 	if (!ctx)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->host_lock);
-	before = ctx->hst.trimmed;
+	pthread_mutex_lock(&ctx->host->lock);
+	before = ctx->host->st.trimmed;
 	gp_release_all_idle(ctx);
 	if (released)
-		*released = ctx->hst.trimmed - before;
-	pthread_mutex_unlock(&ctx->host_lock);
+		*released = ctx->host->st.trimmed - before;
+	pthread_mutex_unlock(&ctx->host->lock);
 	return 0;
 }
 
@@ -482,12 +241,12 @@ GP_API int gp_host_stats(struct gp_ctx *ctx, struct gp_host_stats *st)
 {
 	if (!ctx || !st)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->host_lock);
-	*st = ctx->hst;
+	pthread_mutex_lock(&ctx->host->lock);
+	*st = ctx->host->st;
 	st->cached = st->reserved - st->in_use;
-	st->idle = ctx->idle_bytes;
+	st->idle = ctx->host->idle_bytes;
 	st->limit = ctx->opt.host_limit;
-	pthread_mutex_unlock(&ctx->host_lock);
+	pthread_mutex_unlock(&ctx->host->lock);
 	return 0;
 }
 
@@ -520,7 +279,7 @@ static struct gp_seg *gp_host_find(struct gp_ctx *ctx, uint64_t addr,
 	struct bfc_cursor cur;
 	struct gp_list *pos;
 
-	gp_list_each(pos, &ctx->segs) {
+	gp_list_each(pos, &ctx->host->segs) {
 		struct gp_seg *s = gp_list_entry(pos, struct gp_seg, link);
 
 		if (addr >= s->addr && addr - s->addr < s->size) {
@@ -536,7 +295,7 @@ static struct gp_seg *gp_host_find(struct gp_ctx *ctx, uint64_t addr,
 		return NULL;
 	memset(&cur, 0, sizeof(cur));
 	cur.pos = seg->addr;
-	while (bfc_walk_chunks(ctx->hp[seg->kind].b, &cur, 0, gp_find_chunk,
+	while (bfc_walk_chunks(ctx->host->hp[seg->kind].b, &cur, 0, gp_find_chunk,
 			       &f) == BFC_WALK_MORE)
 		;
 	return f.found == 1 ? seg : NULL;
@@ -548,31 +307,42 @@ int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,
 	struct gp_seg *seg;
 	int ret = -ENOENT;
 
-	pthread_mutex_lock(&ctx->host_lock);
+	pthread_mutex_lock(&ctx->host->lock);
 	seg = gp_host_find(ctx, addr, len);
 	if (seg)
 		ret = fn ? fn(arg, seg) : 0;
-	pthread_mutex_unlock(&ctx->host_lock);
+	pthread_mutex_unlock(&ctx->host->lock);
 	return ret;
 }
 
 /* Set up / tear down --------------------------------------------------------- */
+
+int gp_host_create(struct gp_ctx *ctx)
+{
+	struct gp_host *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_init(&h->lock, NULL);
+	gp_list_init(&h->segs);
+	gp_list_init(&h->idle);
+	ctx->host = h;
+	return 0;
+}
 
 int gp_host_init(struct gp_ctx *ctx)
 {
 	struct bfc_params p;
 	int ret;
 
-	gp_list_init(&ctx->segs);
-	gp_list_init(&ctx->idle);
 	bfc_params_default(&p, GP_HOST_SMALL_GRAN);
 	p.policy = gp_bfc_policy(ctx);
-	ret = bfc_create(&ctx->hp[GP_POOL_SMALL].b, &p);
+	ret = bfc_create(&ctx->host->hp[GP_POOL_SMALL].b, &p);
 	if (ret)
 		return gp_err(ctx, -ENOMEM, "cannot create the small host pool");
-	bfc_params_default(&p, gp_host_page(ctx));
+	bfc_params_default(&p, ctx->host_gran);
 	p.policy = gp_bfc_policy(ctx);
-	ret = bfc_create(&ctx->hp[GP_POOL_LARGE].b, &p);
+	ret = bfc_create(&ctx->host->hp[GP_POOL_LARGE].b, &p);
 	if (ret)
 		return gp_err(ctx, -ENOMEM, "cannot create the large host pool");
 	return 0;
@@ -580,19 +350,62 @@ int gp_host_init(struct gp_ctx *ctx)
 
 void gp_host_fini(struct gp_ctx *ctx)
 {
+	struct gp_host *h = ctx->host;
+	struct gp_seg *seg;
 	int kind;
 
-	while (!gp_list_empty(&ctx->segs)) {
-		struct gp_seg *seg = gp_list_first(&ctx->segs, struct gp_seg, link);
-
+	if (!h)
+		return;
+	while ((seg = gp_list_first(&h->segs, struct gp_seg, link))) {
 		if (gp_list_linked(&seg->idle_link))
 			gp_idle_del(ctx, seg);
 		gp_seg_destroy(ctx, seg);
 	}
 	for (kind = 0; kind < GP_NR_HPOOLS; kind++) {
-		if (ctx->hp[kind].b)
-			bfc_destroy(ctx->hp[kind].b);
-		gp_map_destroy(&ctx->hp[kind].regions);
+		if (h->hp[kind].b)
+			bfc_destroy(h->hp[kind].b);
+		gp_map_destroy(&h->hp[kind].regions);
 	}
-	gp_map_destroy(&ctx->own);
+	gp_map_destroy(&h->own);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	ctx->host = NULL;
+}
+
+/* What the rest of the library asks ------------------------------------------ */
+
+void gp_host_lock(struct gp_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->host->lock);
+}
+
+void gp_host_unlock(struct gp_ctx *ctx)
+{
+	pthread_mutex_unlock(&ctx->host->lock);
+}
+
+void gp_host_mapped(struct gp_ctx *ctx)
+{
+	ctx->host->st.map_calls++;
+}
+
+void gp_host_unmapped(struct gp_ctx *ctx)
+{
+	ctx->host->st.unmap_calls++;
+}
+
+void gp_host_set_memlock_limit(struct gp_ctx *ctx, uint64_t limit)
+{
+	ctx->host->st.memlock_limit = limit;
+}
+
+void gp_host_info(struct gp_ctx *ctx, struct gp_info *info)
+{
+	pthread_mutex_lock(&ctx->host->lock);
+	info->host_granularity = ctx->host_gran;
+	info->hugepages = ctx->host->st.segments_huge > 0;
+	info->cuda_state = ctx->cuda.usable && !ctx->host->unregistered ?
+			   GP_CUDA_REGISTERED : GP_CUDA_OFF;
+	snprintf(info->why, sizeof(info->why), "%s", ctx->why);
+	pthread_mutex_unlock(&ctx->host->lock);
 }

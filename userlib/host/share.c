@@ -8,7 +8,7 @@
  */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "pools.h"
 
 GP_API int gp_host_export(struct gp_ctx *ctx, void *ptr, int *fd)
 {
@@ -17,8 +17,8 @@ GP_API int gp_host_export(struct gp_ctx *ctx, void *ptr, int *fd)
 
 	if (!ctx || !fd)
 		return -EINVAL;
-	pthread_mutex_lock(&ctx->host_lock);
-	seg = gp_map_get(&ctx->own, (uint64_t)(uintptr_t)ptr);
+	pthread_mutex_lock(&ctx->host->lock);
+	seg = gp_map_get(&ctx->host->own, (uint64_t)(uintptr_t)ptr);
 	/* Only a buffer allocated with GP_HOST_SHARED (its own segment), on
 	 * either backend: a user segment keeps its memfd, a kernel one its
 	 * chunk handle (seg->fd is -1 there; EXPORT makes the descriptor).
@@ -38,9 +38,9 @@ GP_API int gp_host_export(struct gp_ctx *ctx, void *ptr, int *fd)
 	}
 	ret = ctx->ops->export_fd(ctx, seg, fd);
 	if (!ret)
-		ctx->hst.exports++;
+		ctx->host->st.exports++;
 out:
-	pthread_mutex_unlock(&ctx->host_lock);
+	pthread_mutex_unlock(&ctx->host->lock);
 	return ret;
 }
 
@@ -56,7 +56,7 @@ GP_API int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size)
 		return gp_err(ctx, -ENOMEM, "out of memory for segment metadata");
 	seg->fd = -1;
 	seg->kind = GP_SEG_IMPORT;
-	pthread_mutex_lock(&ctx->host_lock);
+	pthread_mutex_lock(&ctx->host->lock);
 	ret = ctx->ops->import_fd(ctx, fd, seg);
 	if (ret)
 		goto out_free;
@@ -67,20 +67,20 @@ GP_API int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size)
 	ret = gp_seg_register(ctx, seg);
 	if (ret)
 		goto out_unmap;
-	if (gp_map_put(&ctx->own, seg->addr, seg)) {
+	if (gp_map_put(&ctx->host->own, seg->addr, seg)) {
 		ret = gp_err(ctx, -ENOMEM, "out of memory for buffer metadata");
 		goto out_unregister;
 	}
 	gp_seg_link(ctx, seg);
 	seg->nr_used = 1;
 	seg->requested = seg->size;
-	ctx->hst.in_use += seg->size;
-	ctx->hst.requested += seg->size;
-	ctx->hst.imports++;
+	ctx->host->st.in_use += seg->size;
+	ctx->host->st.requested += seg->size;
+	ctx->host->st.imports++;
 	*ptr = (void *)(uintptr_t)seg->addr;
 	if (size)
 		*size = seg->size;
-	pthread_mutex_unlock(&ctx->host_lock);
+	pthread_mutex_unlock(&ctx->host->lock);
 	return 0;
 
 out_unregister:
@@ -88,7 +88,7 @@ out_unregister:
 out_unmap:
 	ctx->ops->unmap(ctx, seg);
 out_free:
-	pthread_mutex_unlock(&ctx->host_lock);
+	pthread_mutex_unlock(&ctx->host->lock);
 	free(seg);
 	return ret;
 }

@@ -16,7 +16,7 @@ struct gp_reader_pool *gp_io_get(struct gp_ctx *ctx)
 {
 	struct gp_reader_pool *pool;
 
-	pthread_mutex_lock(&ctx->host_lock);
+	gp_host_lock(ctx);
 	pool = ctx->io;
 	if (!pool) {
 		pool = calloc(1, sizeof(*pool));
@@ -26,7 +26,7 @@ struct gp_reader_pool *gp_io_get(struct gp_ctx *ctx)
 			ctx->io = pool;
 		}
 	}
-	pthread_mutex_unlock(&ctx->host_lock);
+	gp_host_unlock(ctx);
 	return pool;
 }
 
@@ -165,7 +165,7 @@ GP_API int gp_read_stats(struct gp_ctx *ctx, struct gp_read_stats *st)
 	pool = gp_io_get(ctx);
 	if (!pool)
 		return -ENOMEM;
-	pthread_mutex_lock(&ctx->host_lock);
+	gp_host_lock(ctx);
 	pthread_mutex_lock(&pool->lock);
 	/* The counters are added to atomically outside the locks. */
 	src = (const uint64_t *)&pool->st;
@@ -176,7 +176,7 @@ GP_API int gp_read_stats(struct gp_ctx *ctx, struct gp_read_stats *st)
 						    __ATOMIC_RELAXED);
 	st->pad = 0;
 	pthread_mutex_unlock(&pool->lock);
-	pthread_mutex_unlock(&ctx->host_lock);
+	gp_host_unlock(ctx);
 	return 0;
 }
 

@@ -69,9 +69,9 @@ GP_API void gp_reader_close(struct gp_reader *r)
 	while (r->in_ring && !gp_reap(r, r->in_ring))
 		;
 	/* host_lock: gp_io_seg_gone must not see the reader half gone. */
-	pthread_mutex_lock(&ctx->host_lock);
+	gp_host_lock(ctx);
 	gp_reader_unlink(ctx->io, r);
-	pthread_mutex_unlock(&ctx->host_lock);
+	gp_host_unlock(ctx);
 	gp_reader_free(r);
 }
 

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * backend.h - where host segments come from (userlib/backend/): the two
+ * backends behind one table of operations.  Each keeps its own state
+ * behind ctx->backend_data, made by its open (the kernel's by its probe)
+ * and freed by its close; nothing else reads it.
+ */
+#ifndef GPUPOOL_USERLIB_BACKEND_BACKEND_H
+#define GPUPOOL_USERLIB_BACKEND_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct gp_ctx;
+struct gp_info;
+struct gp_seg;
+
+/* What a host backend does; both fill seg->addr/size/fd/huge/khandle. */
+struct gp_backend_ops {
+	const char *name;
+	/* Sets ctx->host_gran; on failure nothing of it is left. */
+	int (*open)(struct gp_ctx *ctx);
+	void (*close)(struct gp_ctx *ctx);
+	/* Map a new segment of exactly size bytes (a multiple of the page);
+	 * keep_fd: the segment may be exported, keep a descriptor for it.
+	 */
+	int (*map)(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
+		   bool keep_fd);
+	void (*unmap)(struct gp_ctx *ctx, struct gp_seg *seg);
+	int (*export_fd)(struct gp_ctx *ctx, struct gp_seg *seg, int *fd);
+	int (*import_fd)(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
+	/* Its part of gp_info (NULL: none). */
+	void (*info)(struct gp_ctx *ctx, struct gp_info *info);
+};
+extern const struct gp_backend_ops gp_backend_user;
+extern const struct gp_backend_ops gp_backend_kernel;
+
+/* kernel.c: probe /dev/gpupool for AUTO; 0 when usable (then the kernel
+ * backend's open follows).
+ */
+int gp_kernel_probe(struct gp_ctx *ctx, bool forced);
+/* kernel.c, for both backends' import: map a chunk descriptor from
+ * GPUPOOL_IOC_EXPORT; -ENOTTY if fd is not one.
+ */
+int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
+
+/* ctx.c: GP_OPEN_NUMA_STRICT to a node that cannot serve it: -ENODEV at
+ * open, naming the nodes that can (nodes: their list, "0-1,3").
+ */
+int gp_strict_node_error(struct gp_ctx *ctx, const char *what,
+			 const char *nodes);
+
+#endif /* GPUPOOL_USERLIB_BACKEND_BACKEND_H */

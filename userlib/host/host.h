@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * host.h - the host pools (userlib/host/) as the rest of the library sees
+ * them: the segment, which the backends map and the file reader reads
+ * into, and the calls into the pools.  Their state (struct gp_host) is
+ * host/pools.h's, private to host/.
+ */
+#ifndef GPUPOOL_USERLIB_HOST_HOST_H
+#define GPUPOOL_USERLIB_HOST_HOST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "list.h"
+
+struct gp_ctx;
+struct gp_info;
+
+enum gp_hpool_kind { GP_POOL_SMALL, GP_POOL_LARGE, GP_NR_HPOOLS };
+
+struct gp_seg {
+	uint64_t addr;
+	uint64_t size;
+	int fd;			/* memfd / chunk fd, kept for shared segments; else -1 */
+	uint32_t region_id;	/* in its pool's BFC (0 for own segments) */
+	uint64_t khandle;	/* kernel backend: the chunk's id */
+	uint64_t requested;	/* own segments: what was asked for */
+	uint64_t idle_since;	/* ms (CLOCK_MONOTONIC_COARSE) when it went idle */
+	uint32_t nr_used;	/* blocks in use in it */
+	uint8_t kind;		/* enum gp_hpool_kind, or GP_SEG_OWN/GP_SEG_IMPORT */
+	bool registered;
+	bool huge;
+	bool locked;		/* user backend: mlocked */
+	uint16_t parts;		/* user backend: memfds mapped side by side (0: one) */
+	uint64_t part_size;	/* user backend: each but the last one's size */
+	struct gp_list link;		/* all segments of the context */
+	struct gp_list idle_link;	/* LRU of idle pool segments */
+};
+#define GP_SEG_OWN	0x10	/* GP_HOST_SHARED buffer: a segment of its own */
+#define GP_SEG_IMPORT	0x11	/* mapped by gp_host_import() */
+
+/* ctx->host, before the backend opens (it reports its figures); -ENOMEM. */
+int gp_host_create(struct gp_ctx *ctx);
+/* The pools' cores, once the backend is open. */
+int gp_host_init(struct gp_ctx *ctx);
+/* Every segment back to the backend, and ctx->host freed. */
+void gp_host_fini(struct gp_ctx *ctx);
+
+/* host_lock: the pools, their segments and figures, and whatever another
+ * room keeps per segment (the file reader's fixed buffers).
+ */
+void gp_host_lock(struct gp_ctx *ctx);
+void gp_host_unlock(struct gp_ctx *ctx);
+
+/* The segment of [addr, addr + len) when that lies inside one buffer in use
+ * (a pool block, a shared or an imported buffer): fn(arg, seg) runs on it
+ * under host_lock, the same hold as the lookup, and its value is returned;
+ * -ENOENT (fn not called) when there is none.
+ */
+int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,
+		   int (*fn)(void *arg, const struct gp_seg *seg), void *arg);
+
+/* The backends' figures for gp_host_stats (host_lock held, or at open). */
+void gp_host_mapped(struct gp_ctx *ctx);
+void gp_host_unmapped(struct gp_ctx *ctx);
+void gp_host_set_memlock_limit(struct gp_ctx *ctx, uint64_t limit);
+
+/* The host's part of gp_info. */
+void gp_host_info(struct gp_ctx *ctx, struct gp_info *info);
+
+#endif /* GPUPOOL_USERLIB_HOST_HOST_H */

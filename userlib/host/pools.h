@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pools.h - inside the host pools (host.c, share.c): their state and the
+ * segment calls they share.  The rest of the library sees host.h.
+ */
+#ifndef GPUPOOL_USERLIB_HOST_POOLS_H
+#define GPUPOOL_USERLIB_HOST_POOLS_H
+
+#include "internal.h"
+
+struct gp_hpool {
+	struct bfc *b;
+	struct gp_map regions;	/* region id -> struct gp_seg */
+};
+
+/* ctx->host: everything under lock. */
+struct gp_host {
+	pthread_mutex_t lock;
+	struct gp_hpool hp[GP_NR_HPOOLS];
+	struct gp_map own;		/* addr -> own / imported segment */
+	struct gp_list segs;		/* every host segment */
+	struct gp_list idle;		/* idle pool segments, oldest first */
+	uint64_t idle_bytes;
+	struct gp_host_stats st;
+	/* The runtime refused to initialize CUDA in this process (as it does
+	 * in a child of fork() once the parent has used CUDA): host memory
+	 * stays pinned but unregistered from then on (gp_seg_register()).
+	 */
+	bool unregistered;
+};
+
+/* segments.c, lock held */
+/* Map + register a segment and account it. */
+int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
+		  struct gp_seg **out);
+/* Unregister, unmap, unaccount and free a segment. */
+void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg);
+int gp_seg_register(struct gp_ctx *ctx, struct gp_seg *seg);
+void gp_seg_unregister(struct gp_ctx *ctx, struct gp_seg *seg);
+void gp_seg_link(struct gp_ctx *ctx, struct gp_seg *seg);
+/* Room for size more bytes mapped under host_limit, releasing idle
+ * segments; -ENOMEM (message set) when even that is not enough.
+ */
+int gp_host_make_room(struct gp_ctx *ctx, uint64_t size);
+/* The LRU of idle pool segments: one joins (at the back), one leaves. */
+void gp_idle_add(struct gp_ctx *ctx, struct gp_seg *seg);
+void gp_idle_del(struct gp_ctx *ctx, struct gp_seg *seg);
+/* Enforce host_cache_max and host_gc_idle_ms. */
+void gp_host_gc(struct gp_ctx *ctx);
+void gp_release_all_idle(struct gp_ctx *ctx);
+/* The system refused a segment: every idle one goes, so that one retry
+ * can use what they held; false when there was none.
+ */
+bool gp_host_release_idle(struct gp_ctx *ctx);
+/* Worth that retry (see there). */
+bool gp_host_refused(int ret);
+
+#endif /* GPUPOOL_USERLIB_HOST_POOLS_H */
