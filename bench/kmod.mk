@@ -14,15 +14,15 @@
 # The figures are in the streamed output and in build/vm/<rel>/tests.log.
 # Under TCG every figure is slow; compare the ratios, not the times.
 #
-# `run` also builds the baseline modules (KMOD_BASE_REV and
-# KMOD_CG_BASE_REV, below) from git for the same kernel and hands them to
-# the program as $KMOD_BENCH_BASE_KO and $KMOD_BENCH_CG_BASE_KO: sections
-# 2b and 5 load each in turn with this module in the same VM boot.  An
-# empty revision skips its comparison; so does a tree without git history.
-# KMOD_BENCH_SECTIONS, KMOD_BENCH_ALLOC_REPS, KMOD_BENCH_BASE_ROUNDS,
-# KMOD_BENCH_BASE_REPS and KMOD_BENCH_CG_PARAMS, set here, reach the
-# program in the VM
-# (bench/kmod_bench.c says what they do).
+# `run` also builds the baseline modules (KMOD_BASE_REV, KMOD_CG_BASE_REV
+# and KMOD_FORK_BASE_REV, below) from git for the same kernel and hands
+# them to the program as $KMOD_BENCH_BASE_KO, $KMOD_BENCH_CG_BASE_KO and
+# $KMOD_BENCH_FORK_BASE_KO: sections 2b, 5 and 6 load each in turn with
+# this module in the same VM boot.  An empty revision skips its
+# comparison; so does a tree without git history.  KMOD_BENCH_SECTIONS,
+# KMOD_BENCH_ALLOC_REPS, KMOD_BENCH_BASE_ROUNDS, KMOD_BENCH_BASE_REPS,
+# KMOD_BENCH_CG_PARAMS and KMOD_BENCH_FORK_ROUNDS, set here, reach the
+# program in the VM (bench/kmod_bench.c says what they do).
 
 TOP ?= $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 include $(TOP)/mk/common.mk
@@ -40,6 +40,10 @@ KMOD_BASE_REV ?= 784ca9af9e94f37090b4547c0b09367ba0e84db7
 # before chunks were charged to cgroups (`git log -- kmod/cgroup.c`: the
 # parent of the commit that added it).
 KMOD_CG_BASE_REV ?= d816f5421c7f5a52f48eed3154eae7b15d46545b
+# The baseline of section 6 (fork, usable buffers): the module before
+# chunk mappings dropped VM_MIXEDMAP (issue 45; the parent of fd42e1b,
+# `git log -- kmod/chunk.c`), whose fork copied every PTE.
+KMOD_FORK_BASE_REV ?= f491bea904c3773e7324fbe150b7fe07291232c9
 
 # A baseline module: its sources (kmod, core, include, Kbuild) from git at
 # revision $(1), built with that revision's own scripts/build-module.sh,
@@ -77,9 +81,11 @@ $(KB_DIR)/kmod_bench: $(TOP)/bench/kmod_bench.c $(TOP)/include/uapi/linux/gpupoo
 baseline:
 	$(call build_base,$(KMOD_BASE_REV),$(KVER))
 	$(call build_base,$(KMOD_CG_BASE_REV),$(KVER))
+	$(call build_base,$(KMOD_FORK_BASE_REV),$(KVER))
 
 BENCH_ENV = $(foreach v,KMOD_BENCH_SECTIONS KMOD_BENCH_ALLOC_REPS \
-	KMOD_BENCH_BASE_ROUNDS KMOD_BENCH_BASE_REPS KMOD_BENCH_CG_PARAMS,\
+	KMOD_BENCH_BASE_ROUNDS KMOD_BENCH_BASE_REPS KMOD_BENCH_CG_PARAMS \
+	KMOD_BENCH_FORK_ROUNDS,\
 	$(if $($(v)),--env $(v)=$($(v))))
 
 run: $(KB_DIR)/kmod_bench baseline
@@ -88,6 +94,7 @@ run: $(KB_DIR)/kmod_bench baseline
 		--ko $(O)/kmod/$(KVER)/gpupool.ko --tests $(KB_DIR) \
 		$(call base_env,KMOD_BENCH_BASE_KO,$(KMOD_BASE_REV),$(KVER)) \
 		$(call base_env,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(KVER)) \
+		$(call base_env,KMOD_BENCH_FORK_BASE_KO,$(KMOD_FORK_BASE_REV),$(KVER)) \
 		$(BENCH_ENV) --mem 3G --test-timeout 1800 --timeout 2000
 
 # Section 5 on the dmem path: the debug kernel of `make check` (7.2 with

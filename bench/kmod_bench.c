@@ -34,6 +34,17 @@
  *     (cgroup_limits=module on a kernel with dmem measures our table
  *     there); where limits are dmem's, dmem is enabled down the path and
  *     the limits are dmem.max.
+ *  6. fork (issue 45): fork+exit with 0, 1 and 8 GiB of chunks mapped (8
+ *     mappings of one 1 GiB chunk: fork walks mapped bytes), a child
+ *     reading 1 GiB it inherited (what a child now pays in faults), a
+ *     usable buffer (ALLOC + mmap + touch) of 2 MiB, 64 MiB, 256 MiB and 1
+ *     GiB, and memset of a mapped 256 MiB chunk against 256 MiB of
+ *     hugetlbfs pages.  With $KMOD_BENCH_FORK_BASE_KO naming the module
+ *     before issue 45's work (bench/kmod.mk builds it), both are loaded in
+ *     turn, $KMOD_BENCH_FORK_ROUNDS rounds (default 3).  Targets
+ *     (PASS/MISS): fork with 8 GiB within 1.2x of a bare fork; the usable
+ *     256 MiB buffer 2x faster than the baseline's; the fill within 5% of
+ *     hugetlbfs.
  *
  * $KMOD_BENCH_SECTIONS (say "24") runs only the sections named;
  * $KMOD_BENCH_ALLOC_REPS sets section 2's rounds (default 41; under TCG
@@ -47,6 +58,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -893,6 +905,399 @@ out:
 	free(ours);
 }
 
+/* Section 6: fork and usable buffers (issue 45) ---------------------------- */
+
+#define FORK_ROUNDS_MAX	8
+#define FORK_REPS	11
+#define FORK_MAPS	8
+#define HUGE_SIZE	(256 * MiB)
+
+static const uint64_t usable_sizes[] = { 2 * MiB, 64 * MiB, 256 * MiB, GiB };
+#define NR_USABLE	(sizeof(usable_sizes) / sizeof(usable_sizes[0]))
+
+/* What one load of a module measured in section 6 (medians, s). */
+struct fork_run {
+	double fork[3];		/* 0, 1 and FORK_MAPS GiB mapped */
+	double ratio[3];	/* each / a bare fork timed beside it */
+	double child_read;	/* fork + a child reading 1 GiB, less fork[1] */
+	double child_pop;	/* the same with MADV_POPULATE_WRITE */
+	double usable[NR_USABLE];
+	double fill;		/* memset of a mapped 256 MiB chunk */
+	double fill_ratio;	/* each / the same into hugetlbfs beside it */
+};
+
+/* fork + the child's _exit + waitpid; with fn, the child runs fn(p) first. */
+static double fork_exit(void (*fn)(volatile char *), volatile char *p)
+{
+	double t0 = now();
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (fn)
+			fn(p);
+		_exit(0);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return now() - t0;
+}
+
+/*
+ * A bare fork timed beside ours: a process forked before anything is
+ * mapped times a fork+exit of its own on each request, so that each
+ * mapped fork has a bare one under the same load of the host (one VM
+ * boot shares 2 cores with others' VMs: one fork moves by 2-4x).
+ */
+struct forker {
+	int cmd, res;
+	pid_t pid;
+};
+
+static int forker_start(struct forker *f)
+{
+	int cmd[2], res[2];
+	double t;
+	char c;
+
+	if (pipe(cmd))
+		return -1;
+	if (pipe(res)) {
+		close(cmd[0]);
+		close(cmd[1]);
+		return -1;
+	}
+	f->pid = fork();
+	if (!f->pid) {
+		close(cmd[1]);
+		close(res[0]);
+		while (read(cmd[0], &c, 1) == 1) {
+			t = fork_exit(NULL, NULL);
+			if (write(res[1], &t, sizeof(t)) != sizeof(t))
+				break;
+		}
+		_exit(0);
+	}
+	close(cmd[0]);
+	close(res[1]);
+	f->cmd = cmd[1];
+	f->res = res[0];
+	return f->pid < 0 ? -1 : 0;
+}
+
+static double forker_time(struct forker *f)
+{
+	double t;
+
+	if (write(f->cmd, "t", 1) != 1 ||
+	    read(f->res, &t, sizeof(t)) != sizeof(t))
+		return -1;
+	return t;
+}
+
+static void forker_stop(struct forker *f)
+{
+	close(f->cmd);
+	close(f->res);
+	waitpid(f->pid, NULL, 0);
+}
+
+static void read_gib(volatile char *p)
+{
+	uint64_t i;
+	char sum = 0;
+
+	for (i = 0; i < GiB; i += 4096)
+		sum += p[i];
+	p[0] = sum;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23
+#endif
+
+static void populate_gib(volatile char *p)
+{
+	if (madvise((char *)p, GiB, MADV_POPULATE_WRITE))
+		_exit(1);
+}
+
+/*
+ * fork+exit with the 1 GiB chunk h mapped `maps` times (what fork walks
+ * is mapped bytes: 8 GiB is 8 mappings of one chunk, the VM having 3), a
+ * bare fork from bare beside each: the medians of the time and of the
+ * ratio in *t and *ratio.
+ */
+static int fork_mapped(int fd, uint64_t h, int maps, struct forker *bare,
+		       double *t, double *ratio)
+{
+	double tm[FORK_REPS], rt[FORK_REPS], tb;
+	char *p[FORK_MAPS];
+	int i, r, ok = 1;
+
+	for (i = 0; i < maps; i++) {
+		p[i] = mmap(NULL, GiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			    h);
+		if (p[i] == MAP_FAILED) {
+			maps = i;
+			ok = 0;
+			break;
+		}
+	}
+	for (r = 0; ok && r < FORK_REPS; r++) {
+		tb = forker_time(bare);
+		tm[r] = fork_exit(NULL, NULL);
+		rt[r] = tm[r] / tb;
+		ok = tm[r] >= 0 && tb > 0;
+	}
+	for (i = 0; i < maps; i++)
+		munmap(p[i], GiB);
+	if (!ok)
+		return -1;
+	*t = median(tm, FORK_REPS);
+	*ratio = median(rt, FORK_REPS);
+	return 0;
+}
+
+/* A child reading (or populating) every page of a 1 GiB mapping, fork
+ * included.
+ */
+static double fork_child_reads(int fd, uint64_t h,
+			       void (*fn)(volatile char *))
+{
+	double t[FORK_REPS];
+	char *p;
+	int r;
+
+	p = mmap(NULL, GiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, h);
+	if (p == MAP_FAILED)
+		return -1;
+	for (r = 0; r < FORK_REPS; r++)
+		t[r] = fork_exit(fn, p);
+	munmap(p, GiB);
+	return median(t, FORK_REPS);
+}
+
+static double memset_timed(char *p, uint64_t len, int c)
+{
+	double t0 = now();
+
+	memset(p, c, len);
+	return now() - t0;
+}
+
+/*
+ * memset of a mapped chunk (already faulted in: CPU fill bandwidth) and
+ * of as many hugetlbfs pages, in turn: the median time of the chunk's in
+ * fr->fill and of the ratio in fr->fill_ratio (-1 without hugetlbfs).
+ */
+static void fill_pair(char *p, struct fork_run *fr)
+{
+	double tc[REPS], rt[REPS], th;
+	char *q;
+	int r;
+
+	q = mmap(NULL, HUGE_SIZE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1,
+		 0);
+	memset(p, 1, HUGE_SIZE);
+	if (q != MAP_FAILED)
+		memset(q, 1, HUGE_SIZE);
+	for (r = 0; r < REPS; r++) {
+		tc[r] = memset_timed(p, HUGE_SIZE, r);
+		th = q != MAP_FAILED ? memset_timed(q, HUGE_SIZE, r) : -1;
+		rt[r] = tc[r] / th;
+	}
+	fr->fill = median(tc, REPS);
+	fr->fill_ratio = q != MAP_FAILED ? median(rt, REPS) : -1;
+	if (q != MAP_FAILED)
+		munmap(q, HUGE_SIZE);
+}
+
+static int fork_measure(int fd, struct fork_run *fr)
+{
+	struct forker bare;
+	double t[REPS];
+	uint64_t h;
+	unsigned int i, r;
+	int k, ret = 0;
+	char *p;
+
+	settle(fd);
+	if (forker_start(&bare))
+		return -1;
+	if (alloc_timed(fd, GiB, &h) < 0) {
+		forker_stop(&bare);
+		return -1;
+	}
+	for (k = 0; k < 3 && !ret; k++)
+		ret = fork_mapped(fd, h, k ? (k == 1 ? 1 : FORK_MAPS) : 0,
+				  &bare, &fr->fork[k], &fr->ratio[k]);
+	forker_stop(&bare);
+	if (!ret) {
+		fr->child_read = fork_child_reads(fd, h, read_gib) -
+				 fr->fork[1];
+		fr->child_pop = fork_child_reads(fd, h, populate_gib) -
+				fr->fork[1];
+	}
+	free_handle(fd, h);
+	if (ret)
+		return -1;
+	for (i = 0; i < NR_USABLE; i++) {
+		for (r = 0; r < REPS; r++) {
+			settle(fd);
+			t[r] = pool_buffer(fd, usable_sizes[i]);
+			if (t[r] < 0)
+				return -1;
+		}
+		fr->usable[i] = median(t, REPS);
+	}
+	settle(fd);
+	if (alloc_timed(fd, HUGE_SIZE, &h) < 0)
+		return -1;
+	p = mmap(NULL, HUGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, h);
+	if (p == MAP_FAILED) {
+		free_handle(fd, h);
+		return -1;
+	}
+	fill_pair(p, fr);
+	munmap(p, HUGE_SIZE);
+	free_handle(fd, h);
+	return 0;
+}
+
+static double fork_median(struct fork_run *fr, int n, size_t off)
+{
+	double v[FORK_ROUNDS_MAX];
+	int i;
+
+	for (i = 0; i < n; i++)
+		v[i] = *(double *)((char *)&fr[i] + off);
+	return median(v, n);
+}
+
+#define FR_MED(fr, n, field) fork_median(fr, n, offsetof(struct fork_run, field))
+
+/*
+ * Section 6: fork+exit with 0, 1 and 8 GiB of chunks mapped, a child
+ * reading 1 GiB it inherited, a usable buffer (ALLOC + mmap + touch) of 2
+ * MiB to 1 GiB and the CPU fill bandwidth of a chunk, on this module and on
+ * $KMOD_BENCH_FORK_BASE_KO (the module before issue 45's work, built by
+ * bench/kmod.mk), loaded in turn, $KMOD_BENCH_FORK_ROUNDS rounds (default
+ * 3), order alternating; the figures are medians of each round's medians.
+ */
+static void bench_fork(const char *params)
+{
+	static struct fork_run fr[2][FORK_ROUNDS_MAX];
+	const char *base = getenv("KMOD_BENCH_FORK_BASE_KO");
+	const char *ko = getenv("GPUPOOL_KO");
+	int rounds = alloc_reps("KMOD_BENCH_FORK_ROUNDS", 3);
+	const char *which[2] = { "today", "baseline" };
+	double f[2][3], fr8[2], cr[2], cp[2], us[2][NR_USABLE], fill[2];
+	double fillr[2];
+	int round, k, m, nm, fd;
+	unsigned int i;
+	char *ours;
+
+	if (!ko || !*ko || !want_section('6'))
+		return;
+	nm = base && *base ? 2 : 1;
+	if (rounds > FORK_ROUNDS_MAX)
+		rounds = FORK_ROUNDS_MAX;
+	ours = strdup(ko);
+	if (!ours)
+		return;
+	printf("\n6. fork+exit with chunks mapped, usable buffers, fill bandwidth: today (%s) against the baseline %s, %d rounds, loaded in turn, order alternating\n",
+	       ours, nm == 2 ? base : "(none)", rounds);
+	/* Before any load: 2 MiB pages are easy to find then. */
+	write_str("/proc/sys/vm/nr_hugepages", "128");
+	for (round = 0; round < rounds; round++) {
+		for (k = 0; k < nm; k++) {
+			m = nm == 2 ? k ^ (round & 1) : 0;
+			if (unload()) {
+				printf("   MISS section 6: gpupool would not unload\n");
+				goto out;
+			}
+			setenv("GPUPOOL_KO", m ? base : ours, 1);
+			fd = load(params) ? -1 :
+			     open("/dev/gpupool", O_RDWR | O_CLOEXEC);
+			if (fd < 0 || fork_measure(fd, &fr[m][round])) {
+				printf("   MISS section 6: loading or measuring %s failed (%s)\n",
+				       which[m], strerror(errno));
+				if (fd >= 0)
+					close(fd);
+				goto out;
+			}
+			close(fd);
+			printf("   %5d %-8s fork 0/1/%d GiB %.2f/%.2f/%.2f ms (/bare %.2f/%.2f/%.2f), child reads/populates 1 GiB %.1f/%.1f ms, fill %.1f ms (/hugetlbfs %.2f)\n",
+			       round, which[m], FORK_MAPS,
+			       fr[m][round].fork[0] * 1e3,
+			       fr[m][round].fork[1] * 1e3,
+			       fr[m][round].fork[2] * 1e3,
+			       fr[m][round].ratio[0], fr[m][round].ratio[1],
+			       fr[m][round].ratio[2],
+			       fr[m][round].child_read * 1e3,
+			       fr[m][round].child_pop * 1e3,
+			       fr[m][round].fill * 1e3,
+			       fr[m][round].fill_ratio);
+		}
+	}
+	for (m = 0; m < nm; m++) {
+		for (k = 0; k < 3; k++)
+			f[m][k] = fork_median(fr[m], rounds,
+					      offsetof(struct fork_run, fork) +
+					      k * sizeof(double));
+		cr[m] = FR_MED(fr[m], rounds, child_read);
+		cp[m] = FR_MED(fr[m], rounds, child_pop);
+		fr8[m] = fork_median(fr[m], rounds,
+				     offsetof(struct fork_run, ratio) +
+				     2 * sizeof(double));
+		fillr[m] = FR_MED(fr[m], rounds, fill_ratio);
+		for (i = 0; i < NR_USABLE; i++)
+			us[m][i] = fork_median(fr[m], rounds,
+					       offsetof(struct fork_run, usable) +
+					       i * sizeof(double));
+		fill[m] = FR_MED(fr[m], rounds, fill);
+	}
+	printf("   %-8s %10s %10s %10s %12s %16s %16s\n", "module",
+	       "fork 0 ms", "1 GiB ms", "8 GiB ms", "8 GiB/bare",
+	       "child reads ms", "populates ms");
+	for (m = 0; m < nm; m++)
+		printf("   %-8s %10.2f %10.2f %10.2f %12.2f %16.1f %16.1f\n",
+		       which[m], f[m][0] * 1e3, f[m][1] * 1e3, f[m][2] * 1e3,
+		       fr8[m], cr[m] * 1e3, cp[m] * 1e3);
+	printf("   usable buffer (ALLOC + mmap + touch), ms\n   %-8s", "module");
+	for (i = 0; i < NR_USABLE; i++)
+		printf(" %9llu MiB", (unsigned long long)(usable_sizes[i] / MiB));
+	printf("\n");
+	for (m = 0; m < nm; m++) {
+		printf("   %-8s", which[m]);
+		for (i = 0; i < NR_USABLE; i++)
+			printf(" %13.2f", us[m][i] * 1e3);
+		printf("\n");
+	}
+	for (m = 0; m < nm; m++)
+		printf("   %-8s fill 256 MiB mapped: %.2f ms (%.0f MB/s), %.2fx hugetlbfs beside it\n",
+		       which[m], fill[m] * 1e3, HUGE_SIZE / fill[m] / 1e6,
+		       fillr[m]);
+	target("fork with 8 GiB / bare fork beside it, today", fr8[0], 1.2);
+	if (nm == 2)
+		target("usable 256 MiB, today / baseline (2x faster)",
+		       us[0][2] / us[1][2], 0.5);
+	if (fillr[0] > 0)
+		target("fill 256 MiB, chunk / hugetlbfs beside it, today",
+		       fillr[0], 1.05);
+	else
+		printf("   no hugetlbfs pages (nr_hugepages): fill not compared\n");
+	write_str("/proc/sys/vm/nr_hugepages", "0");
+out:
+	unload();
+	setenv("GPUPOOL_KO", ours, 1);
+	free(ours);
+}
+
 int main(void)
 {
 	const char *pool_s = getenv("KMOD_BENCH_POOL");
@@ -927,6 +1332,7 @@ int main(void)
 	unload();
 	bench_alloc_base(params);
 	bench_cgroups(params);
+	bench_fork(params);
 	/* For the VM runner, which judges programs by kselftest's last line:
 	 * the benchmark ran (its figures are not judged).
 	 */
