@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz_ioctl_reply.c - libFuzzer harness for libgpupool's kernel backend
- * (userlib/backend_kernel.c): what the library does with the module's
+ * (userlib/backend/kernel.c): what the library does with the module's
  * replies, when the module says anything at all.
  *
  * The seam: the library's objects are linked into this program with
