@@ -41,7 +41,7 @@ KMOD_BASE_REV ?= 784ca9af9e94f37090b4547c0b09367ba0e84db7
 # parent of the commit that added it).
 KMOD_CG_BASE_REV ?= d816f5421c7f5a52f48eed3154eae7b15d46545b
 # The baseline of section 6 (fork, usable buffers): the module before
-# chunk mappings dropped VM_MIXEDMAP (issue 45; the parent of fd42e1b,
+# chunk mappings dropped VM_MIXEDMAP (the parent of fd42e1b,
 # `git log -- kmod/chunk.c`), whose fork copied every PTE.
 KMOD_FORK_BASE_REV ?= f491bea904c3773e7324fbe150b7fe07291232c9
 

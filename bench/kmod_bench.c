@@ -34,15 +34,15 @@
  *     (cgroup_limits=module on a kernel with dmem measures our table
  *     there); where limits are dmem's, dmem is enabled down the path and
  *     the limits are dmem.max.
- *  6. fork (issue 45): fork+exit with 0, 1 and 8 GiB of chunks mapped (8
+ *  6. fork: fork+exit with 0, 1 and 8 GiB of chunks mapped (8
  *     mappings of one 1 GiB chunk: fork walks mapped bytes), a child
  *     reading 1 GiB it inherited (what a child now pays in faults), a
  *     usable buffer (ALLOC + mmap + touch) of 2 MiB, 64 MiB, 256 MiB and 1
  *     GiB, and memset of a mapped 256 MiB chunk against 256 MiB of
  *     hugetlbfs pages.  With $KMOD_BENCH_FORK_BASE_KO naming the module
- *     before issue 45's work (bench/kmod.mk builds it), both are loaded in
- *     turn, $KMOD_BENCH_FORK_ROUNDS rounds (default 3).  Targets
- *     (PASS/MISS): fork with 8 GiB within 1.2x of a bare fork; the usable
+ *     before chunk mappings dropped VM_MIXEDMAP (bench/kmod.mk builds
+ *     it), both are loaded in turn, $KMOD_BENCH_FORK_ROUNDS rounds
+ *     (default 3).  Targets (PASS/MISS): fork with 8 GiB within 1.2x of a bare fork; the usable
  *     256 MiB buffer 2x faster than the baseline's; the fill within 5% of
  *     hugetlbfs.
  *
@@ -905,7 +905,7 @@ out:
 	free(ours);
 }
 
-/* Section 6: fork and usable buffers (issue 45) ---------------------------- */
+/* Section 6: fork and usable buffers ------------------------------------ */
 
 #define FORK_ROUNDS_MAX	8
 #define FORK_REPS	11
@@ -1184,7 +1184,7 @@ static double fork_median(struct fork_run *fr, int n, size_t off)
  * Section 6: fork+exit with 0, 1 and 8 GiB of chunks mapped, a child
  * reading 1 GiB it inherited, a usable buffer (ALLOC + mmap + touch) of 2
  * MiB to 1 GiB and the CPU fill bandwidth of a chunk, on this module and on
- * $KMOD_BENCH_FORK_BASE_KO (the module before issue 45's work, built by
+ * $KMOD_BENCH_FORK_BASE_KO (the module before fork stopped copying, built by
  * bench/kmod.mk), loaded in turn, $KMOD_BENCH_FORK_ROUNDS rounds (default
  * 3), order alternating; the figures are medians of each round's medians.
  */

@@ -79,7 +79,7 @@
  *    to keep order-9 folios (no split_page(); gp_block_free() and the
  *    quarantine's per-page refcount check per folio instead, since chunks
  *    sharing a folio share its refcount) and 2 MiB-aligned chunks and
- *    mappings.  Not done yet (issue 45).
+ *    mappings.  Not done yet.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

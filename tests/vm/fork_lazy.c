@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fork_lazy: fork copies no PTE of a chunk mapping (issue 45); the child
+ * fork_lazy: fork copies no PTE of a chunk mapping; the child
  * faults in what it touches and sees the parent's pages.
  *  - right after fork the child's chunk vma has no page mapped (smaps Rss
  *    0; today's VM_MIXEDMAP module copied every PTE, Rss = the chunk);
