@@ -29,8 +29,11 @@ endef
 TEST_KVERS = $(shell $(TOP)/vm/kernels.sh)
 
 SUBMAKE = $(MAKE) --no-print-directory O=$(O) TOP=$(TOP)
+# The test directories (tests/<dir>), each built by its own target.
+TEST_DIRS = unit tools cudart_double lib vm tsan fuzz containers slurm
 
 .PHONY: all module modules-all ksft lib tools slurm tests demo check bench deps \
+	$(addprefix tests-,$(TEST_DIRS)) \
 	checkpatch install vm-test vm-shell deb clean help
 
 PREFIX  ?= /usr/local
@@ -56,9 +59,10 @@ module:
 	$(need_kernel)
 	@$(TOP)/scripts/build-module.sh $(KVER) $(O)/kmod/$(KVER) $(KDIR)
 
-modules-all:
-	@set -e; for k in $(TEST_KVERS); do \
-		$(TOP)/scripts/build-module.sh $$k $(O)/kmod/$$k; done
+# One target per kernel: `make -j` builds them side by side.
+modules-all: $(addprefix module-for-,$(TEST_KVERS))
+module-for-%:
+	@$(TOP)/scripts/build-module.sh $* $(O)/kmod/$*
 
 ksft:
 	@$(TOP)/scripts/ksft-headers.sh $(KSFT_DIR)
@@ -77,16 +81,13 @@ tools: lib
 slurm:
 	@$(SUBMAKE) -C slurm
 
-tests: ksft lib tools slurm
-	@$(SUBMAKE) -C tests/unit
-	@$(SUBMAKE) -C tests/tools
-	@$(SUBMAKE) -C tests/cudart_double
-	@$(SUBMAKE) -C tests/lib
-	@$(SUBMAKE) -C tests/vm
-	@$(SUBMAKE) -C tests/tsan
-	@$(SUBMAKE) -C tests/fuzz
-	@$(SUBMAKE) -C tests/containers
-	@$(SUBMAKE) -C tests/slurm
+# Each test directory is a target of its own, so that `make -j` builds
+# them side by side; the library's tests and the fuzzers load the CUDA
+# runtime double, which tests/lib's make also builds: it goes first.
+tests: $(addprefix tests-,$(TEST_DIRS))
+$(addprefix tests-,$(TEST_DIRS)): ksft lib tools slurm
+	@$(SUBMAKE) -C tests/$(@:tests-%=%)
+tests-lib tests-fuzz: tests-cudart_double
 
 # Run the VM suite (or a --filter of it, through VMFLAGS) on one kernel.
 vm-test: module tests
