@@ -11,6 +11,7 @@
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
 #      user backend there), and libgpupool's tests on the kernel backend;
 #      on the newest kernel, a podman container given the device by CDI
+#      and Slurm jobs through the SPANK plugin
 #   4. the whole VM suite on the debug kernel (Linux 7.2 with KASAN,
 #      lockdep, UBSAN, kmemleak, cgroup v2 with dmem; scripts/debug-kernel.sh
 #      builds it once per machine into /var/cache/gpupool, shared by every
@@ -20,8 +21,10 @@
 #   5. the Debian packages: built, lintian, installed here (DKMS builds the
 #      module for both kernels), upgraded from an older build, the installed
 #      module loaded in a VM per kernel, purged (scripts/deb-check.sh)
-#   (3, 4 and 5 in two lanes, one per core: whichever is free takes the
-#   next block)
+#   (once everything is built, 1-5 run in two lanes, one per core, in
+#   blocks: the host suites, each stock kernel's VM suites, the tenants'
+#   suites, the debug kernel's, the packages'; whichever lane is free
+#   takes the next block)
 #   (the library's tests run on the user backend here and again, on the
 #   kernel backend, inside the VM on each kernel)
 # The last line printed is the sum over all suites: `N passed, N failed,
@@ -69,6 +72,21 @@ dbg_pid=$!
 trap 'kill -- "-$dbg_pid" 2>/dev/null' EXIT
 trap 'kill -- "-$dbg_pid" 2>/dev/null; exit 130' INT TERM
 
+# Compile through ccache (which `make deps` installs) with one cache for
+# every clone on this machine, next to the debug kernel's: a second check
+# compiles little.  Paths below the clone are hashed relative to it
+# (BASEDIR) and the working directory not at all, so that a clone at
+# another path hits too (its objects' debug information may then name the
+# other clone's directory; nothing here reads it).  Set after the debug
+# kernel's build has started: that one has a cache of its own.
+ccache_dir=${CCACHE_DIR:-${GPUPOOL_CACHE:-/var/cache/gpupool}/ccache}
+if [ -x /usr/lib/ccache/cc ] && mkdir -p "$ccache_dir" 2>/dev/null &&
+   [ -w "$ccache_dir" ]; then
+	export PATH="/usr/lib/ccache:$PATH" CCACHE_DIR="$ccache_dir"
+	export CCACHE_BASEDIR="$top" CCACHE_NOHASHDIR=1
+	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-2G}
+fi
+
 # A build failure is one failed "test" of its own, and stops the suites
 # that need what failed to build.
 built=1
@@ -77,7 +95,7 @@ kvers=$("$top/vm/kernels.sh") || kvers=""
 if [ -z "$kvers" ]; then
 	echo "check: no test kernels found (vm/kernels.sh); run: make deps"
 	built=0
-elif ! make -C "$top" --no-print-directory O="$O" modules-all tools tests; then
+elif ! make -C "$top" --no-print-directory -j"$(nproc)" O="$O" modules-all tools tests; then
 	built=0
 fi
 if [ "$built" -eq 0 ]; then
@@ -86,56 +104,62 @@ if [ "$built" -eq 0 ]; then
 	exit 1
 fi
 
-step "host unit tests: the allocator core"
-"$top/scripts/run-tests.sh" unit "$O/tests/unit" || status=1
+# The suites that need no VM, one after another (a block of the lanes
+# below, beside a VM); status 1 when any failed.
+host_block() {
+	st=0
+	step "host unit tests: the allocator core"
+	"$top/scripts/run-tests.sh" unit "$O/tests/unit" || st=1
 
-step "host tests: libgpupool on the user backend, CUDA through the test double"
-GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" lib "$O/tests/lib" || status=1
+	step "host tests: libgpupool on the user backend, CUDA through the test double"
+	GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" lib "$O/tests/lib" || st=1
 
-# On a GPU the device pool runs in its virtual mode where the GPU has virtual
-# memory management (dev_vmm's runtime-independent tests, threads, torch) and
-# in the segment mode where a test asks for it (dev_alloc, dev_oom).
-step "host tests: libgpupool against the real CUDA runtime (only where a GPU is present)"
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-	GPUPOOL_BACKEND=user GPUPOOL_TEST_CUDART=real \
-		"$top/scripts/run-tests.sh" lib-real-gpu "$O/tests/lib" || status=1
-else
-	echo "lib-real-gpu: no GPU here (nvidia-smi lists none): skipped; the CUDA path ran against the test double above"
-	echo "pass=0 fail=0 skip=1" > "$results/lib-real-gpu.counts"
-fi
+	# On a GPU the device pool runs in its virtual mode where the GPU has virtual
+	# memory management (dev_vmm's runtime-independent tests, threads, torch) and
+	# in the segment mode where a test asks for it (dev_alloc, dev_oom).
+	step "host tests: libgpupool against the real CUDA runtime (only where a GPU is present)"
+	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+		GPUPOOL_BACKEND=user GPUPOOL_TEST_CUDART=real \
+			"$top/scripts/run-tests.sh" lib-real-gpu "$O/tests/lib" || st=1
+	else
+		echo "lib-real-gpu: no GPU here (nvidia-smi lists none): skipped; the CUDA path ran against the test double above"
+		echo "pass=0 fail=0 skip=1" > "$results/lib-real-gpu.counts"
+	fi
 
-step "host tests: libgpupool under ThreadSanitizer, many threads on the user backend"
-GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" tsan "$O/tests/tsan" || status=1
+	step "host tests: libgpupool under ThreadSanitizer, many threads on the user backend"
+	GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" tsan "$O/tests/tsan" || st=1
 
-step "libFuzzer: the allocator core, the /proc/gpupool parser, the library's ioctl handling"
-"$top/scripts/run-fuzz.sh" fuzz "$O/tests/fuzz" || status=1
+	step "libFuzzer: the allocator core, the /proc/gpupool parser, the library's ioctl handling"
+	"$top/scripts/run-fuzz.sh" fuzz "$O/tests/fuzz" || st=1
 
-step "host tests: gpupoolctl and its /proc/gpupool parser (a fixture pool)"
-"$top/scripts/run-tests.sh" tools "$O/tests/tools" || status=1
+	step "host tests: gpupoolctl and its /proc/gpupool parser (a fixture pool)"
+	"$top/scripts/run-tests.sh" tools "$O/tests/tools" || st=1
 
-step "the BFC benchmark: builds, and its quick run completes (no speed asserted)"
-"$top/scripts/bench-smoke.sh" || status=1
+	step "the BFC benchmark: builds, and its quick run completes (no speed asserted)"
+	"$top/scripts/bench-smoke.sh" || st=1
 
-step "Python package on the user backend (Debian's python3 and numpy)"
-GPUPOOL_BACKEND=user GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
-	GPUPOOL_CTL="$O/tools/gpupoolctl" \
-	"$top/scripts/run-tests.sh" python "$top/python/tests" || status=1
+	step "Python package on the user backend (Debian's python3 and numpy)"
+	GPUPOOL_BACKEND=user GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
+		GPUPOOL_CTL="$O/tools/gpupoolctl" \
+		"$top/scripts/run-tests.sh" python "$top/python/tests" || st=1
 
-step "make install into a staging root; a program built against it with pkg-config"
-"$top/scripts/install-check.sh" || status=1
+	step "make install into a staging root; a program built against it with pkg-config"
+	"$top/scripts/install-check.sh" || st=1
 
-step "the YAML in the tree (Kubernetes manifests): parsed and checked"
-/usr/bin/python3 "$top/scripts/yaml-check.py" --counts "$results/yaml.counts" || status=1
+	step "the YAML in the tree (Kubernetes manifests): parsed and checked"
+	/usr/bin/python3 "$top/scripts/yaml-check.py" --counts "$results/yaml.counts" || st=1
 
-step "the CDI spec gpupoolctl writes (fixture nodes): the CDI schema and what it leaves open"
-/usr/bin/python3 "$top/scripts/cdi-check.py" --ctl "$O/tools/gpupoolctl" \
-	--counts "$results/cdi.counts" || status=1
+	step "the CDI spec gpupoolctl writes (fixture nodes): the CDI schema and what it leaves open"
+	/usr/bin/python3 "$top/scripts/cdi-check.py" --ctl "$O/tools/gpupoolctl" \
+		--counts "$results/cdi.counts" || st=1
 
-step "the VM harness's own judge (synthetic logs, no VM)"
-python3 "$top/vm/selftest-vmreport.py" --counts "$results/vmreport-selftest.counts" || status=1
+	step "the VM harness's own judge (synthetic logs, no VM)"
+	python3 "$top/vm/selftest-vmreport.py" --counts "$results/vmreport-selftest.counts" || st=1
 
-step "checkpatch"
-"$top/scripts/checkpatch.sh" || status=1
+	step "checkpatch"
+	"$top/scripts/checkpatch.sh" || st=1
+	return $st
+}
 
 # One VM run, named NAME.  A run that ends before its report (a setup
 # failure in run-vm.sh, say) writes no counts: then it counts as one failed
@@ -212,27 +236,29 @@ kernel_block() {
 			--test-timeout 840 --timeout 900 \
 			--tests "$top/python/tests" --build-dir "$O" --quiet || st=1
 	fi
+	return $st
+}
+
+# The tenants' suites on the newest kernel: a podman container and Slurm
+# jobs (a block of their own, so that the lanes share the work evenly).
+tenants_block() {
+	k=$torch_k
+	st=0
 	# A real container (podman 4.3, crun) given the device through the
-	# CDI spec gpupoolctl writes; on the newest kernel only (about 2.5
-	# minutes under TCG).
-	if [ "$k" = "$torch_k" ]; then
-		step "a podman container with gpupool.io/pool=default (CDI), in the VM on $k"
-		vm "containers-$k" --kernel "$k" --mem 2G \
-			--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=64M" \
-			--env GPUPOOL_TOP="$top" \
-			--tests "$O/tests/containers" --build-dir "$O" --quiet \
-			--test-timeout 840 --timeout 900 || st=1
-	fi
+	# CDI spec gpupoolctl writes (about 1 minute under TCG).
+	step "a podman container with gpupool.io/pool=default (CDI), in the VM on $k"
+	vm "containers-$k" --kernel "$k" --mem 2G \
+		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=64M" \
+		--env GPUPOOL_TOP="$top" \
+		--tests "$O/tests/containers" --build-dir "$O" --quiet \
+		--test-timeout 840 --timeout 900 || st=1
 	# The SPANK plugin (slurm/) in a real Slurm 22.05 on one node (munge,
-	# slurmctld, slurmd; tests/slurm); on the newest kernel only (about
-	# 1.5 minutes under TCG).
-	if [ "$k" = "$torch_k" ]; then
-		step "Slurm jobs' shares through the SPANK plugin (--gpupool), in the VM on $k"
-		vm "slurm-$k" --kernel "$k" --mem 2G \
-			--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
-			--tests "$O/tests/slurm" --build-dir "$O" --quiet \
-			--timeout 900 || st=1
-	fi
+	# slurmctld, slurmd; tests/slurm; about 1 minute under TCG).
+	step "Slurm jobs' shares through the SPANK plugin (--gpupool), in the VM on $k"
+	vm "slurm-$k" --kernel "$k" --mem 2G \
+		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
+		--tests "$O/tests/slurm" --build-dir "$O" --quiet \
+		--timeout 900 || st=1
 	return $st
 }
 
@@ -283,8 +309,9 @@ deb_block() {
 }
 
 # From here two lanes, one per core (a VM is one host thread at a time:
-# single-threaded TCG, see vm/run-vm.sh), take the remaining blocks in
-# turn: each stock kernel's VM suites, the Debian packages' check, and the
+# single-threaded TCG, see vm/run-vm.sh), take the blocks in turn: the
+# host suites (beside the first VM), each stock kernel's VM suites, the
+# tenants' suites, the Debian packages' check, and the
 # debug kernel's suite, which a lane takes as soon as that kernel is built
 # (at once when the cache has it; otherwise its build, at the lowest
 # priority, gets what the lanes leave, then the cores once they are done).
@@ -300,16 +327,18 @@ claim() {
 }
 run_block() {
 	case $1 in
+	host) host_block > "$O/check-host.log" 2>&1 ;;
 	debug) debug_block > "$O/check-debug.log" 2>&1 ;;
+	tenants) tenants_block > "$O/check-tenants.log" 2>&1 ;;
 	deb) deb_block > "$O/check-deb.log" 2>&1 ;;
 	vm-*) kernel_block "${1#vm-}" > "$O/check-$1.log" 2>&1 ;;
 	esac || : > "$lanes/$1/failed"
 }
-blocks=""
+blocks="host"
 for k in $kvers; do
 	blocks="$blocks vm-$k"
 done
-blocks="$blocks deb"
+blocks="$blocks tenants deb"
 lane() {
 	for b in $blocks; do
 		if debug_built && claim debug; then
@@ -330,10 +359,9 @@ wait "$lane_pid"
 for b in $blocks debug; do
 	[ -e "$lanes/$b/failed" ] && status=1
 done
-for k in $kvers; do
-	cat "$O/check-vm-$k.log"
+for b in $blocks debug; do
+	cat "$O/check-$b.log"
 done
-cat "$O/check-debug.log" "$O/check-deb.log"
 
 echo
 echo "check: $(( $(date +%s) - t0 )) s in all"

@@ -26,7 +26,9 @@ set -eu
 # (tests/slurm).
 # python3-jsonschema: validates the CDI spec against the CDI schema; podman,
 # crun: the container the VM runs with the CDI device (tests/containers).
-pkgs="build-essential clang libclang-rt-14-dev bc flex bison cpio kmod xz-utils zstd
+# ccache: `make check` compiles through it, with a cache every clone on the
+# machine shares (scripts/check.sh).
+pkgs="build-essential ccache clang libclang-rt-14-dev bc flex bison cpio kmod xz-utils zstd
       libelf-dev libssl-dev
       qemu-system-x86 busybox-static
       linux-image-amd64 linux-headers-amd64 linux-source-6.1

@@ -12,6 +12,17 @@ if [ -z "$tarball" ]; then
 fi
 stamp="$out/.stamp"
 [ -f "$stamp" ] && [ "$stamp" -nt "$tarball" ] && exit 0
+# Unpacking them reads the whole tarball (about 10 s): the result is kept
+# for every clone on the machine, under the tarball's name, size and time.
+cache=${GPUPOOL_CACHE:-/var/cache/gpupool}/ksft/$(stat -L -c '%n %s %Y' "$tarball" |
+	cksum | cut -d' ' -f1)
+if [ -f "$cache/.stamp" ]; then
+	rm -rf "$out"
+	mkdir -p "$out"
+	cp -a "$cache/." "$out/"
+	touch "$stamp"
+	exit 0
+fi
 tmp="$out.tmp.$$"
 rm -rf "$tmp"
 mkdir -p "$tmp"
@@ -28,3 +39,7 @@ mv "$tmp/tools/testing/selftests/kselftest.h" \
 mv "$tmp/scripts" "$out/scripts"
 rm -rf "$tmp"
 touch "$stamp"
+if mkdir -p "$cache.tmp.$$" 2>/dev/null; then
+	cp -a "$out/." "$cache.tmp.$$/" && rm -rf "$cache" &&
+		mv "$cache.tmp.$$" "$cache" || rm -rf "$cache.tmp.$$"
+fi
