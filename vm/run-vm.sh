@@ -130,26 +130,40 @@ mkdir -p "$vmdir" "$results"
 exec 9> "$vmdir/.lock"
 flock -n 9 || die "another run-vm.sh is using $vmdir"
 
-initramfs=$("$here/mkinitramfs.sh" --out "$vmdir/initramfs.cpio" "${initargs[@]}")
+# One initramfs per kernel, shared by every run on it (mkinitramfs.sh
+# rebuilds it only when an input changes); the lock keeps two runs started
+# side by side from building it at once.
+irdir=$builddir/vm/initramfs
+mkdir -p "$irdir"
+irname=$(printf '%s' "${initargs[*]}" | cksum | cut -d' ' -f1)
+initramfs=$(flock "$irdir/$irname.lock" \
+	"$here/mkinitramfs.sh" --out "$irdir/$irname.cpio" "${initargs[@]}")
 
 # Boot the uncompressed vmlinux through qemu's PVH entry when the kernel has
 # one: under TCG, SeaBIOS loading a bzImage plus its self-decompression cost
 # 5-14 s before the first kernel message; PVH starts the kernel in ~1 s.
-# Cached per kernel image (size, mtime, path).
+# Cached per kernel image (size, mtime, path), for every run on it.
 boot=$vmlinuz
 if [ $pvh = 1 ]; then
 	vkey="$(stat -L -c '%n %s %Y' "$vmlinuz") $(cksum < "$here/extract-vmlinux.py")"
-	if [ -f "$vmdir/vmlinux" ] && [ "$(cat "$vmdir/vmlinux.key" 2>/dev/null)" = "$vkey" ]; then
-		boot=$vmdir/vmlinux
+	vdir=$builddir/vm/vmlinux
+	mkdir -p "$vdir"
+	vm_linux=$vdir/$(printf '%s' "$vmlinuz" | cksum | cut -d' ' -f1)
+	exec 7> "$vm_linux.lock"
+	flock 7
+	if [ -f "$vm_linux" ] && [ "$(cat "$vm_linux.key" 2>/dev/null)" = "$vkey" ]; then
+		boot=$vm_linux
 	else
-		rm -f "$vmdir/vmlinux" "$vmdir/vmlinux.key"
-		if python3 "$here/extract-vmlinux.py" "$vmlinuz" "$vmdir/vmlinux"; then
-			echo "$vkey" > "$vmdir/vmlinux.key"
-			boot=$vmdir/vmlinux
+		rm -f "$vm_linux" "$vm_linux.key"
+		if python3 "$here/extract-vmlinux.py" "$vmlinuz" "$vm_linux.tmp" &&
+		   mv "$vm_linux.tmp" "$vm_linux"; then
+			echo "$vkey" > "$vm_linux.key"
+			boot=$vm_linux
 		else
 			echo "run-vm: booting the bzImage (slower) instead" >&2
 		fi
 	fi
+	exec 7>&-
 fi
 
 # --- what the guest runs ------------------------------------------------------
