@@ -54,6 +54,7 @@
 #include <linux/cgroup_dmem.h>
 #endif
 
+#include "compat.h"
 #include "gpupool.h"
 
 struct gp_cg {
@@ -202,7 +203,7 @@ static struct gp_cg *gp_cg_get(struct cgroup *cgrp)
 		child = e;
 	}
 	spin_unlock(&gp_cg_lock);
-	queue_delayed_work(system_wq, &gp_cg_prune_dwork, GP_CG_PRUNE_INTERVAL);
+	queue_delayed_work(system_dfl_wq, &gp_cg_prune_dwork, GP_CG_PRUNE_INTERVAL);
 out_free:
 	hlist_for_each_entry_safe(e, tmp, &spare, hnode)
 		kmem_cache_free(gp_cg_cache, e);
@@ -265,7 +266,7 @@ static void gp_cg_prune_work(struct work_struct *work)
 	gp_cg_prune();
 	spin_lock(&gp_cg_lock);
 	if (gp_cg_nr)
-		queue_delayed_work(system_wq, &gp_cg_prune_dwork,
+		queue_delayed_work(system_dfl_wq, &gp_cg_prune_dwork,
 				   GP_CG_PRUNE_INTERVAL);
 	spin_unlock(&gp_cg_lock);
 }

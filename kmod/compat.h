@@ -10,6 +10,7 @@
 
 #include <linux/file.h>
 #include <linux/mm.h>
+#include <linux/workqueue.h>
 
 /*
  * vm_flags became read-only in 6.3 (per-VMA locking); vm_flags_set() and
@@ -42,6 +43,15 @@ static inline void vma_set_file(struct vm_area_struct *vma, struct file *file)
 	vma->vm_file = get_file(file);
 	fput(old);
 }
+#endif
+
+/*
+ * system_dfl_wq (6.17, and in Debian's 6.12) is the unbound system
+ * workqueue under its new name; 7.x warns, once, when work is queued on
+ * the old system_wq or system_unbound_wq.  Before it, the old name.
+ */
+#ifndef GP_HAVE_SYSTEM_DFL_WQ
+#define system_dfl_wq system_unbound_wq
 #endif
 
 #endif /* GPUPOOL_COMPAT_H */
