@@ -12,7 +12,7 @@
 #      user backend there), and libgpupool's tests on the kernel backend;
 #      on the newest kernel, a podman container given the device by CDI
 #      and Slurm jobs through the SPANK plugin
-#   4. the whole VM suite on the debug kernel (Linux 7.2 with KASAN,
+#   4. the whole VM suite on the debug kernel, in two VMs (Linux 7.2 with KASAN,
 #      lockdep, UBSAN, kmemleak, cgroup v2 with dmem; scripts/debug-kernel.sh
 #      builds it once per machine into /var/cache/gpupool, shared by every
 #      clone, then checks and reuses it: in the background, at the lowest
@@ -262,9 +262,14 @@ tenants_block() {
 	return $st
 }
 
-# The debug kernel's suite, once its build (started above) has ended.
+# The debug kernel's suite, once its build (started above) has ended, in
+# two VMs that the two lanes can run side by side (each about 7 minutes):
+# part 1 the tests that take longest there, part 2 all the others (a new
+# test lands in part 2 without anyone naming it).
+debug_heavy="fault_inject,cgroup_churn,bfc_selftest,ctl_output,attacks"
 debug_block() {
-	step "the debug kernel: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection, dmem"
+	part=$1
+	step "the debug kernel, part $part: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection, dmem"
 	# Built once per machine from Debian's linux-source-7.2 (cached in
 	# /var/cache/gpupool/debug-kernel, for every clone, while the
 	# fragment, the script, the sources and the compiler are unchanged;
@@ -277,16 +282,26 @@ debug_block() {
 	while ! debug_built; do
 		sleep 5
 	done
-	cat "$dbg_log"
+	[ "$part" = 1 ] && cat "$dbg_log"
+	case $part in
+	1) which="--filter $debug_heavy" ;;
+	*) which="--exclude $debug_heavy" ;;
+	esac
+	# The module for it: built by whichever part comes first (the lock),
+	# found up to date by the other.
 	if [ "$(cat "$dbg_rc_file" 2>/dev/null)" = 0 ] &&
 	   dbg=$(cat "$dbg_out") &&
 	   drel=$(cat "$dbg/include/config/kernel.release") &&
-	   "$top/scripts/build-module.sh" "$drel" "$O/kmod/debug" "$dbg" >/dev/null; then
-		step "VM suite on the debug kernel $drel"
-		vm debug --kernel "$dbg/arch/x86/boot/bzImage" \
+	   mkdir -p "$O/kmod" &&
+	   flock "$O/kmod/debug.lock" "$top/scripts/build-module.sh" \
+		"$drel" "$O/kmod/debug" "$dbg" >/dev/null; then
+		step "VM suite on the debug kernel $drel, part $part"
+		# shellcheck disable=SC2086 # $which: an option and its word
+		vm "debug-$part" --kernel "$dbg/arch/x86/boot/bzImage" \
 			--kbuild "$dbg" --no-pvh --cmdline-extra no5lvl \
 			--ko "$O/kmod/debug/gpupool.ko" --tests "$O/tests/vm" \
-			--build-dir "$O" --quiet --timeout 1700 --test-timeout 600
+			$which --build-dir "$O" --quiet --timeout 1700 \
+			--test-timeout 600
 	else
 		echo "check: the debug kernel or the module for it did not build"
 		echo "pass=0 fail=1 skip=0" > "$results/debug-kernel.counts"
@@ -328,7 +343,7 @@ claim() {
 run_block() {
 	case $1 in
 	host) host_block > "$O/check-host.log" 2>&1 ;;
-	debug) debug_block > "$O/check-debug.log" 2>&1 ;;
+	debug-*) debug_block "${1#debug-}" > "$O/check-$1.log" 2>&1 ;;
 	tenants) tenants_block > "$O/check-tenants.log" 2>&1 ;;
 	deb) deb_block > "$O/check-deb.log" 2>&1 ;;
 	vm-*) kernel_block "${1#vm-}" > "$O/check-$1.log" 2>&1 ;;
@@ -339,27 +354,32 @@ for k in $kvers; do
 	blocks="$blocks vm-$k"
 done
 blocks="$blocks tenants deb"
+debug_parts="debug-1 debug-2"
 lane() {
 	for b in $blocks; do
-		if debug_built && claim debug; then
-			run_block debug
-		fi
+		for d in $debug_parts; do
+			if debug_built && claim "$d"; then
+				run_block "$d"
+			fi
+		done
 		if claim "$b"; then
 			run_block "$b"
 		fi
 	done
-	if claim debug; then
-		run_block debug
-	fi
+	for d in $debug_parts; do
+		if claim "$d"; then
+			run_block "$d"
+		fi
+	done
 }
 lane &
 lane_pid=$!
 lane
 wait "$lane_pid"
-for b in $blocks debug; do
+for b in $blocks $debug_parts; do
 	[ -e "$lanes/$b/failed" ] && status=1
 done
-for b in $blocks debug; do
+for b in $blocks $debug_parts; do
 	cat "$O/check-$b.log"
 done
 

@@ -8,6 +8,7 @@
 #   GPUPOOL_KO         path of gpupool.ko, for the tests (may be empty)
 #   VM_SCRATCH         writable scratch directory (host path, 9p)
 #   VM_FILTER          comma-separated shell patterns on test names (or empty)
+#   VM_EXCLUDE         the same, for tests not to run (or empty)
 #   VM_TEST_TIMEOUT    per-program timeout in seconds
 #   VM_KMEMLEAK        end | each | off: when to run a kmemleak scan
 #   VM_LOAD            1: insmod $GPUPOOL_KO $VM_LOAD_PARAMS before each test
@@ -37,6 +38,20 @@ read -r kver < /proc/sys/kernel/osrelease
 echo "# gpupool-vm: runner start uptime=$(uptime_s) kernel=$kver"
 kmsg "gpupool-vm: runner start"
 
+# Does name $1 match one of the comma-separated shell patterns $2?
+matches() {
+	m=1
+	old_ifs=$IFS; IFS=,
+	set -f		# the patterns are for case, not for files
+	for pat in $2; do
+		# shellcheck disable=SC2254
+		case $1 in $pat) m=0 ;; esac
+	done
+	set +f
+	IFS=$old_ifs
+	return $m
+}
+
 # Pick the tests.
 names=
 if [ -n "${VM_RUN:-}" ]; then
@@ -46,17 +61,11 @@ elif [ -d "$dir" ]; then
 		if [ ! -f "$f" ] || [ ! -x "$f" ]; then continue; fi
 		n=${f##*/}
 		case $n in *[!A-Za-z0-9._+-]*) echo "# gpupool-vm: skipping '$n': odd characters in the name"; continue ;; esac
-		if [ -n "${VM_FILTER:-}" ]; then
-			keep=0
-			old_ifs=$IFS; IFS=,
-			set -f		# the patterns are for case, not for files
-			for pat in $VM_FILTER; do
-				# shellcheck disable=SC2254
-				case $n in $pat) keep=1 ;; esac
-			done
-			set +f
-			IFS=$old_ifs
-			[ $keep = 1 ] || continue
+		if [ -n "${VM_FILTER:-}" ] && ! matches "$n" "$VM_FILTER"; then
+			continue
+		fi
+		if [ -n "${VM_EXCLUDE:-}" ] && matches "$n" "$VM_EXCLUDE"; then
+			continue
 		fi
 		names="$names $n"
 	done

@@ -13,6 +13,7 @@
 #   --ko FILE           gpupool.ko to test (tests get it as $GPUPOOL_KO)
 #   --tests DIR         directory of test programs (default: $O/tests/vm)
 #   --filter PATS       comma-separated shell patterns on test names
+#   --exclude PATS      the same, for tests not to run (after --filter)
 #   --timeout S         bound for the whole VM run (default 600)
 #   --test-timeout S    bound for one test program (default 300)
 #   --mem SIZE          guest memory (default 1G; 2G with --numa)
@@ -44,7 +45,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 
-kernel='' kbuild='' name='' ko='' tests='' filter='' timeout=600 test_timeout=300
+kernel='' kbuild='' name='' ko='' tests='' filter='' exclude='' timeout=600 test_timeout=300
 pvh=1 load=0 run_cmd='' envs=() load_params='' mem='' smp=2 numa=0 kmemleak=end cmdline_extra='' builddir=${O:-} shell=0 quiet=0
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-2}"; }
@@ -58,6 +59,7 @@ while [ $# -gt 0 ]; do
 	--ko) ko=$2; shift 2 ;;
 	--tests) tests=$2; shift 2 ;;
 	--filter) filter=$2; shift 2 ;;
+	--exclude) exclude=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--test-timeout) test_timeout=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
@@ -186,6 +188,7 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 	echo "export VM_RUNNER=$(q "$here/guest-run.sh")"
 	echo "export VM_SCRATCH=$(q "$scratch")"
 	echo "export VM_FILTER=$(q "$filter")"
+	echo "export VM_EXCLUDE=$(q "$exclude")"
 	echo "export VM_TEST_TIMEOUT=$(q "$test_timeout")"
 	echo "export VM_KMEMLEAK=$(q "$kmemleak")"
 	echo "export GPUPOOL_TESTS_DIR=$(q "$tests")"
