@@ -21,6 +21,14 @@
 
 #define POOL	(128 * MiB)
 #define MARGIN	(1 * MiB)	/* less than one 2 MiB block */
+/*
+ * What loading may take besides the pool: the module's own memory, whose
+ * text 6.14 and later (x86, ARCH_HAS_EXECMEM_ROX) carve out of 2 MiB pages
+ * they allocate for module text when their cache of them runs out: seen
+ * on the debug kernel, a load after fault_inject's took 2.6 MiB more than
+ * the pool.  The unload must still give back all but MARGIN.
+ */
+#define MODULE_SPACE	(2 * MiB)
 
 static long long memfree(void)
 {
@@ -39,7 +47,7 @@ TEST(memory_comes_back)
 	ASSERT_LT(0, before);
 	ASSERT_EQ(0, gp_load("pool_size=128M"));
 	loaded = memfree();
-	EXPECT_LT(before - loaded, (long long)(POOL + MARGIN));
+	EXPECT_LT(before - loaded, (long long)(POOL + MODULE_SPACE + MARGIN));
 	EXPECT_GT(before - loaded, (long long)(POOL - MARGIN));
 
 	fd = gp_open_dev();
