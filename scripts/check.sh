@@ -349,17 +349,11 @@ run_block() {
 	vm-*) kernel_block "${1#vm-}" > "$O/check-$1.log" 2>&1 ;;
 	esac || : > "$lanes/$1/failed"
 }
-# The packages' check early and the tenants' VMs last: a short block at
-# the end keeps one lane from waiting long for the other (measured: with
-# the packages' check last, the other lane sat idle for 2.5 of its 4
-# minutes).  The host suites do not mind it beside them: they use the
-# tree's library, Python package and pkg-config file, never the
-# installed ones.
-blocks="host deb"
+blocks="host"
 for k in $kvers; do
 	blocks="$blocks vm-$k"
 done
-blocks="$blocks tenants"
+blocks="$blocks tenants deb"
 debug_parts="debug-1 debug-2"
 lane() {
 	for b in $blocks; do
