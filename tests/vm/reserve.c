@@ -6,15 +6,6 @@
  * The pool is exactly the size asked for, on any number of CPUs.
  */
 #include "kselftest_harness.h"
-/*
- * These tests reserve most of the VM's memory, which under TCG takes 7 s
- * alone and up to 36 s when the host's two cores also run another VM
- * (make check runs two side by side): the harness's 30 s per test cut
- * them off midway in a loaded check, leaving the module loaded for the
- * next program.  The runner's bound per program still applies.
- */
-#undef TEST_TIMEOUT_DEFAULT
-#define TEST_TIMEOUT_DEFAULT 180
 #include "pool_lib.h"
 
 static long long meminfo(const char *key)
