@@ -9,6 +9,7 @@ $GPUPOOL_LIBRARY or the checkout's build/userlib.
 """
 import os
 import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -21,11 +22,21 @@ class Result(unittest.TextTestResult):
         super().__init__(*a, **k)
         self.n = 0
         self.counts = {"pass": 0, "fail": 0, "skip": 0}
+        self.started = time.monotonic()
+
+    def startTest(self, test):
+        super().startTest(test)
+        self.started = time.monotonic()
 
     def _line(self, ok, test, extra=""):
         self.n += 1
         print("%s %d %s%s" % ("ok" if ok else "not ok", self.n, test.id(),
                               extra), flush=True)
+        # Where a suite's time goes (a VM under TCG runs it 10-50x slower
+        # than the host): a diagnostic line for every test of 1 s or more.
+        took = time.monotonic() - self.started
+        if took >= 1:
+            print("# %s: %.1f s" % (test.id(), took), flush=True)
 
     def addSuccess(self, test):
         super().addSuccess(test)
