@@ -207,11 +207,15 @@ kernel_block() {
 		--cmdline-extra "movablecore=50%" \
 		--ko "$O/kmod/$k/gpupool.ko" --tests "$O/tests/vm" \
 		--filter 'reserve,growth' --build-dir "$O" --quiet || st=1
+	# All but the device pool's tests (dev_*): the device pool runs over
+	# the CUDA runtime (here its test double) and never reaches a backend,
+	# so in a VM they would repeat the host's run (above) at TCG's pace:
+	# 38 s of each kernel's run.
 	step "libgpupool on the kernel backend, in the VM on $k"
 	vm "lib-$k" --kernel "$k" \
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
 		--env GPUPOOL_BACKEND=kernel --tests "$O/tests/lib" \
-		--build-dir "$O" --quiet || st=1
+		--exclude 'dev_*' --build-dir "$O" --quiet || st=1
 	step "Python package on the kernel backend, in the VM on $k"
 	vm "py-$k" --kernel "$k" \
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \

@@ -63,11 +63,15 @@ def main():
     # GPUPOOL_PY_TESTS: which test files (a glob; the VM runs test_torch.py
     # on its own).
     pattern = os.environ.get("GPUPOOL_PY_TESTS", "test_*.py")
+    t0 = time.monotonic()
     suite = unittest.defaultTestLoader.discover(HERE, pattern=pattern)
     print("TAP version 13\n1..%d" % suite.countTestCases(), flush=True)
+    t1 = time.monotonic()
     runner = unittest.TextTestRunner(resultclass=Result, stream=sys.stderr,
                                      verbosity=0)
     r = runner.run(suite)
+    print("# importing the tests: %.1f s; running them: %.1f s"
+          % (t1 - t0, time.monotonic() - t1), flush=True)
     c = r.counts
     print("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:0"
           % (c["pass"], c["fail"], c["skip"]), flush=True)

@@ -162,24 +162,5 @@ class PoolTest(unittest.TestCase):
         self.assertGreater(self.pool.trim(), 0)
 
 
-class TorchTest(unittest.TestCase):
-    def setUp(self):
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            self.skipTest("torch not importable")
-
-    def test_tensor_on_pool_memory(self):
-        import torch
-        with gpupool.Pool() as pool:
-            t = pool.tensor((4, 8), torch.float32)
-            t.fill_(2.0)
-            self.assertEqual(64.0, float(t.sum()))
-            if torch.cuda.is_available():
-                # PyTorch says pinned only once it has set CUDA up.
-                torch.cuda.init()
-                self.assertTrue(t.is_pinned())
-
-
 if __name__ == "__main__":
     unittest.main()

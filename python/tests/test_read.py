@@ -1,5 +1,6 @@
-"""Pool.read_into / read_many: the file's bytes into Buffers, numpy arrays and
-tensors on pool memory, from paths and fds; EOF, bad input, per-path stats."""
+"""Pool.read_into / read_many: the file's bytes into Buffers and numpy arrays
+on pool memory, from paths and fds; EOF, bad input, per-path stats (into a
+tensor: test_torch.py)."""
 import errno
 import os
 import tempfile
@@ -59,15 +60,6 @@ class ReadTest(unittest.TestCase):
         a = self.pool.empty((100, 1000), "uint8")
         self.assertEqual(100000, self.pool.read_into(a, self.path, 1000))
         self.assertEqual(self.data[1000:101000], a.tobytes())
-
-    def test_tensor(self):
-        try:     # imported here: slow, and only this test needs it
-            import torch
-        except ImportError:
-            self.skipTest("torch not importable")
-        t = self.pool.tensor((4096,), torch.uint8)
-        self.assertEqual(4096, self.pool.read_into(t, self.path, 8192))
-        self.assertEqual(self.data[8192:12288], bytes(t.numpy()))
 
     def test_bad_input(self):
         buf = self.pool.buffer(4096)

@@ -10,7 +10,8 @@ backend, the module's ChunksInUse).
 In the VM (GPUPOOL_VM=1, the kernel backend under TCG, where every torch
 import costs tens of seconds) only the tests of what that backend changes
 run: chunks exported by fork()ed workers, a killed worker, a full pool, the
-per-process limit, early break.
+per-process limit, early break, a tensor on pool memory and a file read
+into one.
 """
 import collections
 import gc
@@ -19,6 +20,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -381,6 +383,32 @@ class TorchLoaderTest(unittest.TestCase):
         if os.environ.get("GPUPOOL_TEST_VERBOSE"):
             print(cm.exception, file=sys.stderr)
         del cm, dl, pool
+
+
+class TorchPoolTest(unittest.TestCase):
+    """Tensors on pool memory without a DataLoader."""
+
+    def test_tensor_on_pool_memory(self):
+        with gpupool.Pool() as pool:
+            t = pool.tensor((4, 8), torch.float32)
+            t.fill_(2.0)
+            self.assertEqual(64.0, float(t.sum()))
+            if torch.cuda.is_available():
+                # PyTorch says pinned only once it has set CUDA up.
+                torch.cuda.init()
+                self.assertTrue(t.is_pinned())
+            del t
+
+    def test_read_into_a_tensor(self):
+        data = bytes((i * 31 + 7) & 0xff for i in range(20000))
+        with tempfile.NamedTemporaryFile(prefix="gp_read_torch_") as f:
+            f.write(data)
+            f.flush()
+            with gpupool.Pool() as pool:
+                t = pool.tensor((4096,), torch.uint8)
+                self.assertEqual(4096, pool.read_into(t, f.name, 8192))
+                self.assertEqual(data[8192:12288], bytes(t.numpy()))
+                del t
 
 
 class TorchModuleTest(unittest.TestCase):
