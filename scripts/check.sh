@@ -178,7 +178,8 @@ vm() {
 
 torch_k=$(echo "$kvers" | tail -n 1)
 
-# One kernel's VM suites, one after another; status 1 when any failed.
+# One kernel's module suites in VMs, one after another; status 1 when any
+# failed.
 kernel_block() {
 	k=$1
 	st=0
@@ -207,6 +208,15 @@ kernel_block() {
 		--cmdline-extra "movablecore=50%" \
 		--ko "$O/kmod/$k/gpupool.ko" --tests "$O/tests/vm" \
 		--filter 'reserve,growth' --build-dir "$O" --quiet || st=1
+	return $st
+}
+
+# One kernel's library suites in its VM: libgpupool, the Python package
+# and PyTorch's DataLoader on the kernel backend (a block apart from the
+# module's suites, so that the lanes can share the work more evenly).
+kernel_lib_block() {
+	k=$1
+	st=0
 	# All but the device pool's tests (dev_*): the device pool runs over
 	# the CUDA runtime (here its test double) and never reaches a backend,
 	# so in a VM they would repeat the host's run (above) at TCG's pace:
@@ -328,10 +338,11 @@ deb_block() {
 }
 
 # From here two lanes, one per core (a VM is one host thread at a time:
-# single-threaded TCG, see vm/run-vm.sh), take the blocks in turn: the
-# host suites (beside the first VM), each stock kernel's VM suites, the
-# tenants' suites, the Debian packages' check, and the
-# debug kernel's suite, which a lane takes as soon as that kernel is built
+# single-threaded TCG, see vm/run-vm.sh), take the blocks in turn: each
+# stock kernel's module suites (the host suites beside the first), the
+# Debian packages' check, the tenants' suites, each kernel's library
+# suites, and the debug kernel's suite, which a lane takes as soon as that
+# kernel is built
 # (at once when the cache has it; otherwise its build, at the lowest
 # priority, gets what the lanes leave, then the cores once they are done).
 # Whichever lane is free takes the next block, so that neither core idles
@@ -351,13 +362,23 @@ run_block() {
 	tenants) tenants_block > "$O/check-tenants.log" 2>&1 ;;
 	deb) deb_block > "$O/check-deb.log" 2>&1 ;;
 	vm-*) kernel_block "${1#vm-}" > "$O/check-$1.log" 2>&1 ;;
+	lib-*) kernel_lib_block "${1#lib-}" > "$O/check-$1.log" 2>&1 ;;
 	esac || : > "$lanes/$1/failed"
 }
-blocks="host"
+# The order packs the blocks' times (second run, this 2-core machine:
+# the debug kernel's parts 360 and 450 s, the host suites 235, each
+# kernel's module suites 215-270, the packages 200, the tenants 115, each
+# kernel's library suites 140-150) so that the two lanes end close
+# together: the long blocks first, the packages not last.
+blocks=""
 for k in $kvers; do
 	blocks="$blocks vm-$k"
+	[ "$blocks" = " vm-$k" ] && blocks="$blocks host"
 done
-blocks="$blocks tenants deb"
+blocks="$blocks deb tenants"
+for k in $kvers; do
+	blocks="$blocks lib-$k"
+done
 debug_parts="debug-1 debug-2"
 lane() {
 	for b in $blocks; do
