@@ -235,6 +235,10 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 		b->ratio_lim = 0;
 		break;
 	case BFC_POLICY_AGE:
+		/* Its own ratio (TF's 2, read as a 1/8 rest): split_ratio is
+		 * not read, so its "1 = split whenever" above is undone too.
+		 */
+		b->split_thr = p->split_threshold ? p->split_threshold : 1;
 		b->ratio_m1 = 1;
 		b->ratio_lim = UINT64_MAX;
 		b->ratio_shift = 3;

@@ -113,7 +113,8 @@ struct bfc_params {
 	 * chunk_size - R >= split_threshold.  TF: ratio 2, threshold 128 MiB.
 	 * split_ratio 0 disables the ratio test.  split_threshold ==
 	 * granularity means "always split" (exact-size chunks).  Read by
-	 * BFC_POLICY_TF only: the other policies always split.
+	 * BFC_POLICY_TF; BFC_POLICY_AGE reads split_threshold and not
+	 * split_ratio (its own rule, below); the others always split.
 	 */
 	uint32_t split_ratio;
 	uint32_t flags;

@@ -42,6 +42,12 @@ for f in "$dir"/fuzz_*; do
 	name=$(basename "$f")
 	runs=${FUZZ_RUNS:-$(runs_for "$name")}
 	corpus=$(mktemp -d)
+	# The harness's seeds in the tree (tests/fuzz/corpus/NAME/: inputs
+	# worth starting from, and every input that once broke a property,
+	# so that it is replayed on every run).
+	if [ -d "$top/tests/fuzz/corpus/$name" ]; then
+		cp "$top/tests/fuzz/corpus/$name"/* "$corpus"/ 2>/dev/null
+	fi
 	start=$(date +%s)
 	echo "# $name: -seed=$seed -runs=$runs" >> "$log"
 	timeout -k 5 "$tmo" "$f" -seed="$seed" -runs="$runs" \
