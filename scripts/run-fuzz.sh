@@ -1,7 +1,10 @@
 #!/bin/sh
 # Run every libFuzzer harness in a directory for a fixed number of inputs
-# from a fixed seed (so a run is reproducible: the same binary, seed and
-# count explore the same inputs), each under a timeout.  One harness is one
+# from a fixed seed, each under a timeout.  Runs are alike but not the
+# same: libFuzzer also mutates with the values its comparisons saw, and
+# addresses move between runs (ASLR), so a run can find what the last
+# hundred did not; a crashing input is kept and replays exactly (then
+# make it a seed, tests/fuzz/corpus/NAME/, below).  One harness is one
 # test: it passes when libFuzzer finishes its runs without a crash, leak,
 # sanitizer report or broken property (the harnesses abort on those).
 #
