@@ -365,11 +365,12 @@ run_block() {
 	lib-*) kernel_lib_block "${1#lib-}" > "$O/check-$1.log" 2>&1 ;;
 	esac || : > "$lanes/$1/failed"
 }
-# The order packs the blocks' times (second run, this 2-core machine:
-# the debug kernel's parts 360 and 450 s, the host suites 235, each
-# kernel's module suites 215-270, the packages 200, the tenants 115, each
-# kernel's library suites 140-150) so that the two lanes end close
-# together: the long blocks first, the packages not last.
+# The order packs the blocks' times (a second run on this 2-core
+# machine, docs/development.md: the debug kernel's parts 312 and 439 s,
+# each kernel's module suites 277-314, the host suites 222, the packages
+# 315, the tenants 146, each kernel's library suites 142-148) so that the
+# two lanes end close together: the long blocks first, the packages not
+# last.
 blocks=""
 for k in $kvers; do
 	blocks="$blocks vm-$k"
