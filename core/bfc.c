@@ -210,24 +210,26 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 	b->next_region_id = 1;
 	b->hash_mul = FIB64 >> b->gshift;
 	/* The split rule as want_split() reads it.  A rest is never empty:
-	 * the threshold is at least 1, and a ratio of 1 ("split whenever
-	 * there is a rest") is that threshold.
+	 * the threshold is at least 1.
 	 */
 	b->split_max = p->max_split_size - 1;	/* 0: UINT64_MAX */
 	b->split_thr = p->split_threshold ? p->split_threshold : 1;
-	if (p->split_ratio == 1) {
-		b->split_thr = 1;		/* any rest at all */
-	} else if (p->split_ratio > 1) {
-		b->ratio_m1 = p->split_ratio - 1;
-		b->ratio_lim = UINT64_MAX / b->ratio_m1;
-	}
-	/* The placement policy: the only place it is read.  EXACT,
-	 * SEGREGATE and HALF split whenever there is a rest; AGE when the
-	 * rest is at least 1/8 of the request (ratio test (r * 1) >> 3,
-	 * threshold split_threshold as TF's), but a rest TF's rule would
-	 * not split off only into an empty class.  split() reads the end.
+	/* The placement policy: the only place it is read.  TF reads
+	 * split_ratio; EXACT, SEGREGATE and HALF split whenever there is a
+	 * rest; AGE when the rest is at least 1/8 of the request (ratio test
+	 * (r * 1) >> 3, threshold split_threshold as TF's), but a rest TF's
+	 * rule would not split off only into an empty class.  split() reads
+	 * the end.
 	 */
 	switch (p->policy) {
+	case BFC_POLICY_TF:
+		if (p->split_ratio == 1) {
+			b->split_thr = 1;	/* "split whenever there is a rest" */
+		} else if (p->split_ratio > 1) {
+			b->ratio_m1 = p->split_ratio - 1;
+			b->ratio_lim = UINT64_MAX / b->ratio_m1;
+		}
+		break;
 	case BFC_POLICY_EXACT:
 	case BFC_POLICY_SEGREGATE:
 	case BFC_POLICY_HALF:
@@ -235,10 +237,6 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 		b->ratio_lim = 0;
 		break;
 	case BFC_POLICY_AGE:
-		/* Its own ratio (TF's 2, read as a 1/8 rest): split_ratio is
-		 * not read, so its "1 = split whenever" above is undone too.
-		 */
-		b->split_thr = p->split_threshold ? p->split_threshold : 1;
 		b->ratio_m1 = 1;
 		b->ratio_lim = UINT64_MAX;
 		b->ratio_shift = 3;

@@ -157,7 +157,7 @@ struct bfc {
 
 	/* Split rule, prepared by bfc_create() (see want_split() in bfc.c). */
 	uint64_t split_max;	/* max_split_size - 1: larger never split */
-	uint64_t split_thr;	/* max(split_threshold, 1); 1 for split_ratio 1 but in AGE */
+	uint64_t split_thr;	/* max(split_threshold, 1); 1 for TF's split_ratio 1 */
 	uint64_t ratio_m1;	/* split_ratio - 1 */
 	uint64_t ratio_lim;	/* largest r with r * ratio_m1 exact; 0: no ratio test */
 	uint32_t ratio_shift;	/* the ratio test is against (r * ratio_m1) >> this */
