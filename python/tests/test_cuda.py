@@ -10,10 +10,10 @@ import sys
 import unittest
 
 import gpupool
+from vmenv import IN_VM
 
 try:
-    if os.environ.get("GPUPOOL_VM") == "1":
-        # A VM under TCG has no GPU, and importing torch there takes 25 s.
+    if IN_VM:   # no GPU there, and importing torch takes 25 s
         raise ImportError("no GPU in the test VM")
     import torch
     from torch.utils.data import DataLoader, Dataset

@@ -6,16 +6,15 @@ import sys
 import tempfile
 import unittest
 
+from vmenv import IN_VM
+
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-# pip is the same program whatever the kernel, and under TCG it takes 30 s
-# of each VM's run: the test runs on the host.  The installed package on
-# the kernel backend is the Debian packages' check's VM test.
-IN_VM = os.environ.get("GPUPOOL_VM") == "1"
-
-
 class InstallTest(unittest.TestCase):
+    # pip is the same program whatever the kernel, and under TCG it takes
+    # 30 s of each VM's run: the test runs on the host.  The installed
+    # package on the kernel backend is the Debian packages' check's VM test.
     @unittest.skipIf(IN_VM, "host only (pip under TCG takes 30 s; the "
                      "installed package on the kernel backend is the "
                      "packages' VM test)")

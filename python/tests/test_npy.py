@@ -19,7 +19,7 @@ from gpupool import npy
 # In the VM (GPUPOOL_VM=1) importing torch under TCG takes minutes: only
 # the header tests run there; the reading is the library's, tested there by
 # test_read.py.
-IN_VM = os.environ.get("GPUPOOL_VM") == "1"
+from vmenv import IN_VM
 torch = None
 if not IN_VM:
     try:

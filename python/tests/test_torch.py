@@ -24,7 +24,7 @@ import tempfile
 import time
 import unittest
 
-IN_VM = os.environ.get("GPUPOOL_VM") == "1"
+from vmenv import IN_VM
 if IN_VM and os.environ.get("GPUPOOL_PY_TESTS") != "test_torch.py":
     # Importing torch under TCG takes long: the VM runs this file in a
     # run of its own (scripts/check.sh), not with the other Python tests.
