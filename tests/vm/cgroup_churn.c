@@ -335,6 +335,10 @@ TEST_F_TIMEOUT(many, churn, 420)
 	double start, t0, end;
 	char byte;
 
+	i = gp_driver_first();
+	if (i)
+		ksft_print_msg("churn: the driver at the normal policy: %s\n",
+			       strerror(-i));
 	start = gp_now();
 	ksft_print_msg("churn: seed %llu (GPUPOOL_CG_SEED=%llu reproduces), %llu s\n",
 		       (unsigned long long)seed, (unsigned long long)seed,
@@ -367,7 +371,7 @@ TEST_F_TIMEOUT(many, churn, 420)
 		usleep(20000 + (useconds_t)(rnd(&rng) % 80000));
 		i = (int)(rnd(&rng) % NR_WORKERS);
 		if (kills < 32 && rnd(&rng) % 3 == 0) {	/* SIGKILL, replace */
-			kill(pid[i], SIGKILL);
+			gp_kill_now(pid[i]);
 			ASSERT_EQ(pid[i], waitpid(pid[i], &st, 0));
 			if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)) {
 				bad++;
