@@ -211,12 +211,12 @@ kernel_block() {
 	return $st
 }
 
-# One kernel's library suites in its VM: libgpupool, the Python package
-# and PyTorch's DataLoader on the kernel backend (a block apart from the
-# module's suites, so that the lanes can share the work more evenly).
-kernel_lib_block() {
+# One kernel's library suites in its VM, each a block of its own (apart
+# from the module's suites, and small, so that the lanes end close
+# together): libgpupool, the Python package and PyTorch's DataLoader on
+# the kernel backend.
+lib_block() {
 	k=$1
-	st=0
 	# All but the device pool's tests (dev_*): the device pool runs over
 	# the CUDA runtime (here its test double) and never reaches a backend,
 	# so in a VM they would repeat the host's run (above) at TCG's pace:
@@ -225,7 +225,11 @@ kernel_lib_block() {
 	vm "lib-$k" --kernel "$k" \
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
 		--env GPUPOOL_BACKEND=kernel --tests "$O/tests/lib" \
-		--exclude 'dev_*' --build-dir "$O" --quiet || st=1
+		--exclude 'dev_*' --build-dir "$O" --quiet
+}
+
+py_block() {
+	k=$1
 	step "Python package on the kernel backend, in the VM on $k"
 	vm "py-$k" --kernel "$k" \
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
@@ -233,31 +237,33 @@ kernel_lib_block() {
 		--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
 		--env GPUPOOL_CTL="$O/tools/gpupoolctl" \
 		--tests "$top/python/tests" --build-dir "$O" --quiet \
-		--timeout 900 --test-timeout 600 || st=1
-	# PyTorch's DataLoader on the kernel backend: only what that backend
-	# changes (test_torch.py skips the rest in a VM).  Importing torch
-	# under TCG is most of its time (about a minute on an idle machine,
-	# up to 4 on a loaded one); TORCH_VM_KERNELS=newest runs it on the
-	# newest kernel only.
-	if [ "${TORCH_VM_KERNELS:-all}" = all ] || [ "$k" = "$torch_k" ]; then
-		step "PyTorch's DataLoader on the kernel backend, in the VM on $k"
-		vm "pytorch-$k" --kernel "$k" \
-			--ko "$O/kmod/$k/gpupool.ko" \
-			--load "pool_size=256M per_process_limit=128M" \
-			--env GPUPOOL_BACKEND=kernel \
-			--env GPUPOOL_PY_TESTS=test_torch.py \
-			--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
-			--test-timeout 840 --timeout 900 \
-			--tests "$top/python/tests" --build-dir "$O" --quiet || st=1
-	fi
-	return $st
+		--timeout 900 --test-timeout 600
 }
 
-# The tenants' suites on the newest kernel: a podman container and Slurm
-# jobs (a block of their own, so that the lanes share the work evenly).
-tenants_block() {
+# PyTorch's DataLoader on the kernel backend: only what that backend
+# changes (test_torch.py skips the rest in a VM).  Importing torch under
+# TCG is most of its time (about a minute on an idle machine, up to 4 on
+# a loaded one); TORCH_VM_KERNELS=newest runs it on the newest kernel
+# only.
+torch_block() {
+	k=$1
+	[ "${TORCH_VM_KERNELS:-all}" = all ] || [ "$k" = "$torch_k" ] ||
+		return 0
+	step "PyTorch's DataLoader on the kernel backend, in the VM on $k"
+	vm "pytorch-$k" --kernel "$k" \
+		--ko "$O/kmod/$k/gpupool.ko" \
+		--load "pool_size=256M per_process_limit=128M" \
+		--env GPUPOOL_BACKEND=kernel \
+		--env GPUPOOL_PY_TESTS=test_torch.py \
+		--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
+		--test-timeout 840 --timeout 900 \
+		--tests "$top/python/tests" --build-dir "$O" --quiet
+}
+
+# The tenants' suites on the newest kernel, a block each: a podman
+# container and Slurm jobs.
+podman_block() {
 	k=$torch_k
-	st=0
 	# A real container (podman 4.3, crun) given the device through the
 	# CDI spec gpupoolctl writes (about 1 minute under TCG).
 	step "a podman container with gpupool.io/pool=default (CDI), in the VM on $k"
@@ -265,22 +271,25 @@ tenants_block() {
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=64M" \
 		--env GPUPOOL_TOP="$top" \
 		--tests "$O/tests/containers" --build-dir "$O" --quiet \
-		--test-timeout 840 --timeout 900 || st=1
-	# The SPANK plugin (slurm/) in a real Slurm 22.05 on one node (munge,
-	# slurmctld, slurmd; tests/slurm; about 1 minute under TCG).
+		--test-timeout 840 --timeout 900
+}
+
+# The SPANK plugin (slurm/) in a real Slurm 22.05 on one node (munge,
+# slurmctld, slurmd; tests/slurm; about 1 minute under TCG).
+slurm_block() {
+	k=$torch_k
 	step "Slurm jobs' shares through the SPANK plugin (--gpupool), in the VM on $k"
 	vm "slurm-$k" --kernel "$k" --mem 2G \
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
 		--tests "$O/tests/slurm" --build-dir "$O" --quiet \
-		--timeout 900 || st=1
-	return $st
+		--timeout 900
 }
 
 # The debug kernel's suite, once its build (started above) has ended, in
-# two VMs that the two lanes can run side by side (each about 7 minutes):
+# two VMs that the two lanes can run side by side (each about 5 minutes):
 # part 1 the tests that take longest there, part 2 all the others (a new
 # test lands in part 2 without anyone naming it).
-debug_heavy="fault_inject,cgroup_churn,bfc_selftest,ctl_output,attacks"
+debug_heavy="fault_inject,load_many,cgroup_churn,bfc_selftest,ctl_output,attacks"
 debug_block() {
 	part=$1
 	step "the debug kernel, part $part: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection, dmem"
@@ -359,26 +368,31 @@ run_block() {
 	case $1 in
 	host) host_block > "$O/check-host.log" 2>&1 ;;
 	debug-*) debug_block "${1#debug-}" > "$O/check-$1.log" 2>&1 ;;
-	tenants) tenants_block > "$O/check-tenants.log" 2>&1 ;;
+	podman) podman_block > "$O/check-podman.log" 2>&1 ;;
+	slurm) slurm_block > "$O/check-slurm.log" 2>&1 ;;
 	deb) deb_block > "$O/check-deb.log" 2>&1 ;;
 	vm-*) kernel_block "${1#vm-}" > "$O/check-$1.log" 2>&1 ;;
-	lib-*) kernel_lib_block "${1#lib-}" > "$O/check-$1.log" 2>&1 ;;
+	lib-*) lib_block "${1#lib-}" > "$O/check-$1.log" 2>&1 ;;
+	py-*) py_block "${1#py-}" > "$O/check-$1.log" 2>&1 ;;
+	torch-*) torch_block "${1#torch-}" > "$O/check-$1.log" 2>&1 ;;
 	esac || : > "$lanes/$1/failed"
 }
 # The order packs the blocks' times (a second run on this 2-core
-# machine, docs/development.md: the debug kernel's parts 312 and 439 s,
-# each kernel's module suites 277-314, the host suites 222, the packages
-# 315, the tenants 146, each kernel's library suites 142-148) so that the
-# two lanes end close together: the long blocks first, the packages not
-# last.
+# machine, docs/development.md) so that the two lanes end close
+# together: the long blocks first (the debug kernel's two parts, each
+# stock kernel's module suites, the host suites, the packages), the
+# packages not last, then the small ones (the tenants', and each
+# kernel's library, PyTorch and Python suites, 30-65 s apiece).
 blocks=""
 for k in $kvers; do
 	blocks="$blocks vm-$k"
 	[ "$blocks" = " vm-$k" ] && blocks="$blocks host"
 done
-blocks="$blocks deb tenants"
-for k in $kvers; do
-	blocks="$blocks lib-$k"
+blocks="$blocks deb podman slurm"
+for suite in lib torch py; do
+	for k in $kvers; do
+		blocks="$blocks $suite-$k"
+	done
 done
 debug_parts="debug-1 debug-2"
 lane() {
