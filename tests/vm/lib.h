@@ -170,6 +170,10 @@ static inline const char *gp_cannot_run(void)
 		GP_SKIP("%s", __why); \
 } while (0)
 
+#ifndef SCHED_RESET_ON_FORK
+#define SCHED_RESET_ON_FORK	0x40000000	/* <linux/sched.h>; glibc's needs _GNU_SOURCE */
+#endif
+
 /*
  * For a test whose driver starts, SIGKILLs and replaces busy worker
  * processes: run the driver ahead of them (SCHED_FIFO), and its children
@@ -181,9 +185,6 @@ static inline const char *gp_cannot_run(void)
  * 0, or -errno (the caller goes on at the normal policy and says so).
  * Kill workers with gp_kill_now().
  */
-#ifndef SCHED_RESET_ON_FORK
-#define SCHED_RESET_ON_FORK	0x40000000	/* <linux/sched.h>; glibc's needs _GNU_SOURCE */
-#endif
 static inline int gp_driver_first(void)
 {
 	struct sched_param sp = { .sched_priority = 1 };
