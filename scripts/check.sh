@@ -366,16 +366,16 @@ claim() {
 }
 run_block() {
 	case $1 in
-	host) host_block > "$O/check-host.log" 2>&1 ;;
-	debug-*) debug_block "${1#debug-}" > "$O/check-$1.log" 2>&1 ;;
-	podman) podman_block > "$O/check-podman.log" 2>&1 ;;
-	slurm) slurm_block > "$O/check-slurm.log" 2>&1 ;;
-	deb) deb_block > "$O/check-deb.log" 2>&1 ;;
-	vm-*) kernel_block "${1#vm-}" > "$O/check-$1.log" 2>&1 ;;
-	lib-*) lib_block "${1#lib-}" > "$O/check-$1.log" 2>&1 ;;
-	py-*) py_block "${1#py-}" > "$O/check-$1.log" 2>&1 ;;
-	torch-*) torch_block "${1#torch-}" > "$O/check-$1.log" 2>&1 ;;
-	esac || : > "$lanes/$1/failed"
+	host) host_block ;;
+	debug-*) debug_block "${1#debug-}" ;;
+	podman) podman_block ;;
+	slurm) slurm_block ;;
+	deb) deb_block ;;
+	vm-*) kernel_block "${1#vm-}" ;;
+	lib-*) lib_block "${1#lib-}" ;;
+	py-*) py_block "${1#py-}" ;;
+	torch-*) torch_block "${1#torch-}" ;;
+	esac > "$O/check-$1.log" 2>&1 || : > "$lanes/$1/failed"
 }
 # The order packs the blocks' times (a second run on this 2-core
 # machine, docs/development.md) so that the two lanes end close

@@ -182,16 +182,16 @@ static inline const char *gp_cannot_run(void)
  * VM's 2 CPUs: on the debug kernel, starting 64 workers took 40-65 s
  * and a driver meant to SIGKILL one every 20-80 ms for 20 s killed 7.
  * The driver sleeps between its steps, so the workers keep the CPUs.
- * 0, or -errno (the caller goes on at the normal policy and says so).
- * Kill workers with gp_kill_now().
+ * Where the policy cannot be had, the test goes on at the normal one and
+ * says so.  Kill workers with gp_kill_now().
  */
-static inline int gp_driver_first(void)
+static inline void gp_driver_first(void)
 {
 	struct sched_param sp = { .sched_priority = 1 };
 
 	if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp))
-		return -errno;
-	return 0;
+		ksft_print_msg("the driver stays at the normal policy: %s\n",
+			       strerror(errno));
 }
 
 /*
