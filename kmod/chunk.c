@@ -23,7 +23,9 @@
  *    past the chunk gets SIGBUS;
  *  - fork: the child shares the pages but copies no PTE: it faults in
  *    what it touches (below, "Why not VM_MIXEDMAP"); the chunk lives until
- *    every mapping in every process is gone.
+ *    every mapping in every process is gone;
+ *  - with huge_maps, a chunk's whole 2 MiB blocks are mapped with one PMD
+ *    entry each, at their first touch (below, "2 MiB (PMD) entries").
  *
  * Why not VM_MIXEDMAP.  vm_insert_pages() sets VM_MIXEDMAP on the vma, and
  * fork copies every PTE of a VM_PFNMAP|VM_MIXEDMAP vma: vma_needs_copy()
@@ -56,30 +58,39 @@
  * itself with helpers (set_pte_range(), do_set_pte()) not exported to
  * modules.
  *
- * 2 MiB (PMD) entries: none yet, on any kernel.
+ * 2 MiB (PMD) entries, with huge_maps (gp_pmd_maps(): 6.15+ with THP).
+ * The pool keeps its order-9 blocks whole (reserve.c); mmap places the
+ * mapping so that the chunk's whole blocks fall on 2 MiB boundaries
+ * (gp_chunk_get_unmapped_area(), thp_get_unmapped_area() with the chunk's
+ * page offset in the pool), the prefill leaves those blocks out, and the
+ * first touch of one calls ->huge_fault, which maps its folio with
+ * vmf_insert_folio_pmd(): a normal refcounted entry (7.2 mm/huge_memory.c
+ * insert_pmd(): "folio_get(); folio_add_file_rmap_pmd()", no pmd_special),
+ * which GUP (follow_huge_pmd(), gup_fast_pmd_leaf()), zap, mremap, mprotect
+ * and the PMD split of a partial munmap or mprotect (a file folio's entry
+ * is just cleared and faulted again by PTEs) treat as the page cache's.
+ * The core mm calls ->huge_fault for a file vma only where the THP sysfs
+ * setting allows (__thp_vma_allowable_orders(): "always", or "madvise"
+ * with VM_HUGEPAGE, which mmap sets) and not after MADV_NOHUGEPAGE; then
+ * ->fault maps those blocks a page at a time.  The cost is in the
+ * quarantine: the 512 pages share one refcount (pool.c,
+ * gp_folio_held_elsewhere()).  What the older kernels offer, rejected:
  *  - vmf_insert_pfn_pmd() (6.1, 6.12) wants VM_PFNMAP or VM_MIXEDMAP
  *    (6.1 mm/huge_memory.c: "BUG_ON(!(vma->vm_flags & (VM_PFNMAP|
  *    VM_MIXEDMAP)))"), and without a ZONE_DEVICE page (devmap) GUP's slow
  *    path takes the PMD for a THP: follow_trans_huge_pmd() has
  *    "VM_BUG_ON_PAGE(!PageHead(page) && !is_zone_device_page(page))".
- *    Our pages are order 0, so pins (O_DIRECT, io_uring, cudaHostRegister)
- *    would break.  Rejected.
+ *    Its entries are special: no GUP, so no O_DIRECT, io_uring or
+ *    cudaHostRegister.  Rejected.
  *  - finish_fault() maps a PMD-order compound page that ->fault returns
- *    with do_set_pmd() (6.1, 6.12) when the vma is aligned for it; it maps
- *    compound_head() at the aligned address, whichever page the fault
- *    asked for.  The pool splits its order-9 blocks (split_page() in
- *    reserve.c) and a chunk may start at any page of a block, so with
- *    compound blocks that path could map a neighbouring chunk's pages.
- *    Rejected (and 7.2's finish_fault() falls back to one PTE when i_size,
- *    0 here, ends before the folio).
- *  - vmf_insert_folio_pmd() (6.15+; 7.2 mm/huge_memory.c insert_pmd():
- *    folio_get(), folio_add_file_rmap_pmd(), no pmd_special) is the one
- *    fit: a .huge_fault handler that maps a chunk's 2 MiB range when it
- *    is one whole order-9 folio, aligned with the vma.  It needs the pool
- *    to keep order-9 folios (no split_page(); gp_block_free() and the
- *    quarantine's per-page refcount check per folio instead, since chunks
- *    sharing a folio share its refcount) and 2 MiB-aligned chunks and
- *    mappings.  Not done yet.
+ *    with do_set_pmd() (6.1, 6.12), mapping compound_head() at the 2 MiB
+ *    boundary whatever page the fault asked for, where the vma's pgoff is
+ *    aligned with it.  It is the page cache's path, not a driver's: 7.2's
+ *    finish_fault() no longer takes it for a file whose i_size ends before
+ *    the folio ("needs_fallback = !shmem_mapping(mapping) && file_end <
+ *    folio_next_index(folio)"; ours is 0), so a module built on it would
+ *    lose its PMDs, silently, on a newer kernel.  Rejected: 6.1 and 6.12
+ *    map page by page, and fork is cheap there anyway (above).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -142,20 +153,73 @@ static vm_fault_t gp_vm_fault(struct vm_fault *vmf)
 	if (vmf->pgoff >= gp_chunk_pages(c))
 		return VM_FAULT_SIGBUS;
 	page = gp_chunk_page(c, vmf->pgoff);
+	gp_map_begin(c->node);
 	get_page(page);
+	gp_map_end(c->node);
 	vmf->page = page;
 	return 0;
 }
+
+/*
+ * The folio of the block that starts at address addr of vma, when the
+ * whole block is one folio of c in vma: what a PMD entry there would map.
+ */
+static struct folio *gp_vma_block_folio(struct vm_area_struct *vma,
+					unsigned long addr)
+{
+	struct gp_chunk *c = vma->vm_private_data;
+	unsigned long pgoff, pg;
+
+	if (!gp_pmd_maps() || !IS_ALIGNED(addr, PMD_SIZE) ||
+	    addr < vma->vm_start || vma->vm_end - addr < PMD_SIZE)
+		return NULL;
+	pgoff = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
+	pg = (c->offset >> PAGE_SHIFT) + pgoff;
+	if (pgoff + GP_BLOCK_PAGES > gp_chunk_pages(c) ||
+	    pg % GP_BLOCK_PAGES)
+		return NULL;
+	return gp_block_folio(&c->node->blocks[pg / GP_BLOCK_PAGES]);
+}
+
+#if GP_PMD_MAPS
+/*
+ * A 2 MiB entry for the whole folio under the fault, where there is one
+ * (gp_chunk_get_unmapped_area() places mappings so); else the core mm
+ * falls back to ->fault, a page at a time.
+ */
+static vm_fault_t gp_vm_huge_fault(struct vm_fault *vmf, unsigned int order)
+{
+	struct gp_chunk *c = vmf->vma->vm_private_data;
+	struct folio *folio;
+	vm_fault_t ret;
+
+	BUILD_BUG_ON(GP_BLOCK_ORDER != PMD_ORDER);
+	if (order != PMD_ORDER)
+		return VM_FAULT_FALLBACK;
+	folio = gp_vma_block_folio(vmf->vma, vmf->address & PMD_MASK);
+	if (!folio)
+		return VM_FAULT_FALLBACK;
+	gp_map_begin(c->node);
+	ret = vmf_insert_folio_pmd(vmf, folio, vmf->flags & FAULT_FLAG_WRITE);
+	gp_map_end(c->node);
+	return ret;
+}
+#endif
 
 static const struct vm_operations_struct gp_vm_ops = {
 	.open	= gp_vm_open,
 	.close	= gp_vm_close,
 	.fault	= gp_vm_fault,
+#if GP_PMD_MAPS
+	.huge_fault = gp_vm_huge_fault,
+#endif
 };
 
 /*
- * Insert every page, a block (512 pages) per vm_insert_pages() call.  Best
- * effort: whatever is left out is faulted in later.
+ * Insert every page, a block (512 pages) per vm_insert_pages() call, but
+ * for whole folios that a PMD entry can map: those are left to the first
+ * touch (gp_vm_huge_fault()), one fault per 2 MiB.  Best effort: whatever
+ * is left out is faulted in later.
  */
 static void gp_chunk_populate(struct gp_chunk *c, struct vm_area_struct *vma)
 {
@@ -167,6 +231,7 @@ static void gp_chunk_populate(struct gp_chunk *c, struct vm_area_struct *vma)
 	batch = kmalloc_array(GP_BLOCK_PAGES, sizeof(*batch), GFP_KERNEL);
 	if (!batch)
 		return;
+	gp_map_begin(c->node);
 	while (left) {
 		const struct gp_block *b = &c->node->blocks[pg / GP_BLOCK_PAGES];
 		unsigned long i = pg % GP_BLOCK_PAGES;
@@ -174,6 +239,8 @@ static void gp_chunk_populate(struct gp_chunk *c, struct vm_area_struct *vma)
 		unsigned long rest = nr, k;
 		struct page **pages;
 
+		if (gp_vma_block_folio(vma, addr))
+			goto next;
 		if (b->head) {
 			for (k = 0; k < nr; k++)
 				batch[k] = b->head + i + k;
@@ -183,6 +250,7 @@ static void gp_chunk_populate(struct gp_chunk *c, struct vm_area_struct *vma)
 		}
 		if (vm_insert_pages(vma, addr, pages, &rest) || rest)
 			break;
+next:
 		addr += nr << PAGE_SHIFT;
 		pg += nr;
 		left -= nr;
@@ -190,6 +258,7 @@ static void gp_chunk_populate(struct gp_chunk *c, struct vm_area_struct *vma)
 			break;
 		cond_resched();
 	}
+	gp_map_end(c->node);
 	kfree(batch);
 }
 
@@ -207,7 +276,9 @@ int gp_chunk_mmap(struct gp_chunk *c, struct vm_area_struct *vma)
 	if (vma_pages(vma) != gp_chunk_pages(c))
 		return -EINVAL;
 
-	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	/* VM_HUGEPAGE: PMD entries also with THP "madvise" (not "never"). */
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP |
+		     (gp_pmd_maps() ? VM_HUGEPAGE : 0));
 	vm_flags_clear(vma, VM_MAYEXEC);
 	/* The offset named the chunk; from here on it is the page index. */
 	vma->vm_pgoff = 0;
@@ -218,6 +289,22 @@ int gp_chunk_mmap(struct gp_chunk *c, struct vm_area_struct *vma)
 	vm_flags_clear(vma, VM_MIXEDMAP);
 	return 0;
 }
+
+#if GP_PMD_MAPS
+/*
+ * Where a mapping of len bytes of c from its page pgoff goes (an mmap, or
+ * mremap moving one): an address congruent to that page's offset in the
+ * pool modulo 2 MiB, so that c's whole folios fall on PMD boundaries.
+ */
+unsigned long gp_chunk_get_unmapped_area(struct gp_chunk *c,
+					 struct file *file, unsigned long addr,
+					 unsigned long len, unsigned long pgoff,
+					 unsigned long flags)
+{
+	return thp_get_unmapped_area(file, addr, len,
+				     (c->offset >> PAGE_SHIFT) + pgoff, flags);
+}
+#endif
 
 /* Exported chunk fds -------------------------------------------------------------- */
 
@@ -234,6 +321,18 @@ static int gp_chunk_fd_mmap(struct file *file, struct vm_area_struct *vma)
 		gp_chunk_put(c);
 	return ret;
 }
+
+#if GP_PMD_MAPS
+static unsigned long gp_chunk_fd_get_unmapped_area(struct file *file,
+						   unsigned long addr,
+						   unsigned long len,
+						   unsigned long pgoff,
+						   unsigned long flags)
+{
+	return gp_chunk_get_unmapped_area(file->private_data, file, addr, len,
+					  pgoff, flags);
+}
+#endif
 
 static int gp_chunk_fd_release(struct inode *inode, struct file *file)
 {
@@ -274,6 +373,9 @@ static long gp_chunk_fd_ioctl(struct file *file, unsigned int cmd,
 static const struct file_operations gp_chunk_fops = {
 	.owner		= THIS_MODULE,
 	.mmap		= gp_chunk_fd_mmap,
+#if GP_PMD_MAPS
+	.get_unmapped_area = gp_chunk_fd_get_unmapped_area,
+#endif
 	.release	= gp_chunk_fd_release,
 	.unlocked_ioctl	= gp_chunk_fd_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,

@@ -54,4 +54,18 @@ static inline void vma_set_file(struct vm_area_struct *vma, struct file *file)
 #define system_dfl_wq system_unbound_wq
 #endif
 
+/*
+ * GP_PMD_MAPS: the pool keeps its 2 MiB blocks whole (order-9 folios) and
+ * maps them with PMD entries, through vmf_insert_folio_pmd() (6.15) from a
+ * ->huge_fault handler; it needs transparent huge pages built in.  Without
+ * it every block is split into order-0 pages, mapped with PTEs.  Why the
+ * older kernels' ways are not used: kmod/chunk.c, "2 MiB (PMD) entries".
+ */
+#if defined(GP_HAVE_VMF_INSERT_FOLIO_PMD) && \
+	IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE)
+#define GP_PMD_MAPS 1
+#else
+#define GP_PMD_MAPS 0
+#endif
+
 #endif /* GPUPOOL_COMPAT_H */

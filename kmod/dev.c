@@ -416,6 +416,23 @@ static int gp_mmap(struct file *file, struct vm_area_struct *vma)
 	return 0;
 }
 
+#if GP_PMD_MAPS
+/* A chunk's mapping goes where its 2 MiB folios can be mapped whole. */
+static unsigned long gp_get_unmapped_area(struct file *file,
+					  unsigned long addr, unsigned long len,
+					  unsigned long pgoff, unsigned long flags)
+{
+	struct gp_chunk *c = gp_file_lookup(file->private_data, pgoff);
+	unsigned long ret;
+
+	if (!c)
+		return -EINVAL;
+	ret = gp_chunk_get_unmapped_area(c, file, addr, len, 0, flags);
+	gp_chunk_put(c);
+	return ret;
+}
+#endif
+
 static int gp_open(struct inode *inode, struct file *file)
 {
 	struct gp_file *f;
@@ -458,6 +475,9 @@ static const struct file_operations gp_fops = {
 	.unlocked_ioctl	= gp_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.mmap		= gp_mmap,
+#if GP_PMD_MAPS
+	.get_unmapped_area = gp_get_unmapped_area,
+#endif
 	.llseek		= noop_llseek,
 };
 

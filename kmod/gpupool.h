@@ -34,6 +34,7 @@
 #include <linux/mm.h>
 #include <linux/mm_types.h>
 #include <linux/mutex.h>
+#include <linux/rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
@@ -41,6 +42,7 @@
 #include <linux/workqueue.h>
 
 #include "bfc.h"
+#include "compat.h"
 
 #define GPUPOOL_NAME	"gpupool"
 
@@ -59,16 +61,33 @@ struct seq_file;
 struct gpupool_pool_stats;
 
 /*
- * A block's page i is head + i when the block is one order-9 allocation
- * (split with split_page(), so each page has its own refcount); when it
- * had to be put together from smaller orders, head is NULL and pages[i]
- * names each page.  Written once before the block is published (under the
- * node's mutex, with nr_blocks); read without locks afterwards.
+ * A block's page i is head + i when the block is one order-9 allocation;
+ * when it had to be put together from smaller orders, head is NULL and
+ * pages[i] names each (order-0) page.  An order-9 allocation is split with
+ * split_page(), so that each page has its own refcount, except with
+ * gp_pmd_maps(): there it stays one folio, which a mapping can take in one
+ * PMD entry, and its 512 pages share one refcount (gp_block_folio()).
+ * Written once before the block is published (under the node's mutex,
+ * with nr_blocks); read without locks afterwards.
  */
 struct gp_block {
 	struct page *head;
 	struct page **pages;
 };
+
+/* huge_maps=: blocks are folios, mapped with PMD entries (main.c). */
+extern bool gp_huge_maps;
+
+static inline bool gp_pmd_maps(void)
+{
+	return GP_PMD_MAPS && gp_huge_maps;
+}
+
+/* The block's order-9 folio, or NULL when its pages are order 0. */
+static inline struct folio *gp_block_folio(const struct gp_block *b)
+{
+	return gp_pmd_maps() && b->head ? page_folio(b->head) : NULL;
+}
 
 /* Counters of one sub-pool; all under gp_node.stat_lock. */
 struct gp_counters {
@@ -158,6 +177,14 @@ struct gp_node {
 	u64 map_zeroing[GP_MAP_CELLS];
 	u64 map_quarantined[GP_MAP_CELLS];
 
+	/*
+	 * Where blocks are folios (gp_pmd_maps()), one refcount serves the
+	 * chunks of a whole block.  Read for as long as a mapping takes its
+	 * page references (gp_map_begin()), written while the zeroing worker
+	 * reads a folio's counts: see gp_chunk_held_elsewhere().
+	 */
+	struct rw_semaphore map_lock;
+
 	wait_queue_head_t zero_wait;	/* allocations waiting for zero_done */
 	struct work_struct zero_work;
 	struct delayed_work quarantine_work;
@@ -170,6 +197,19 @@ struct gp_node {
 static inline void gp_node_lock(struct gp_node *n)
 {
 	mutex_lock(&n->lock);
+}
+
+/* Around taking the page references of a mapping (gp_node.map_lock). */
+static inline void gp_map_begin(struct gp_node *n)
+{
+	if (gp_pmd_maps())
+		down_read(&n->map_lock);
+}
+
+static inline void gp_map_end(struct gp_node *n)
+{
+	if (gp_pmd_maps())
+		up_read(&n->map_lock);
 }
 
 struct gp_cg;
@@ -333,6 +373,10 @@ static inline struct page *gp_node_page(const struct gp_node *n,
 void gp_chunk_get(struct gp_chunk *c);
 void gp_chunk_put(struct gp_chunk *c);
 int gp_chunk_mmap(struct gp_chunk *c, struct vm_area_struct *vma);
+unsigned long gp_chunk_get_unmapped_area(struct gp_chunk *c,
+					 struct file *file, unsigned long addr,
+					 unsigned long len, unsigned long pgoff,
+					 unsigned long flags);
 struct file *gp_chunk_file(struct gp_chunk *c, int flags);
 
 static inline unsigned long gp_chunk_pages(const struct gp_chunk *c)

@@ -61,6 +61,11 @@ module_param(cgroup_limits, charp, 0444);
 MODULE_PARM_DESC(cgroup_limits,
 		 "Per-cgroup limits: auto (the dmem controller's dmem.max where the kernel has it, else the module's own, set with gpupoolctl limit), dmem or module (default auto)");
 
+bool gp_huge_maps = GP_PMD_MAPS;
+module_param_named(huge_maps, gp_huge_maps, bool, 0444);
+MODULE_PARM_DESC(huge_maps,
+		 "Keep the pool's 2 MiB blocks whole and map them with 2 MiB (PMD) entries; a page pinned by others then holds back every chunk freed in its block (default 1 where the kernel can: Linux 6.15 and later with transparent huge pages; else 0)");
+
 u64 gp_per_process_limit;
 u32 gp_policy = BFC_POLICY_DEFAULT;
 
@@ -171,6 +176,10 @@ static int gp_check_params(int *nids, unsigned int *nr, u64 *pool, u64 *max)
 		       dev_mode);
 		return -EINVAL;
 	}
+	if (gp_huge_maps && !GP_PMD_MAPS) {
+		pr_err("huge_maps=1: this kernel cannot map chunks with 2 MiB entries (that needs vmf_insert_folio_pmd(), Linux 6.15, and CONFIG_TRANSPARENT_HUGEPAGE)\n");
+		return -EINVAL;
+	}
 	ret = gp_parse_size("pool_size", pool_size, pool);
 	if (!ret)
 		ret = gp_parse_size("max_size", max_size, max);
@@ -233,9 +242,9 @@ static int __init gpupool_init(void)
 	if (ret)
 		goto out_proc;
 
-	pr_info("loaded: %llu MiB on %u node(s), growth limit %llu MiB, per-process limit %llu MiB, cgroup limits: %s\n",
+	pr_info("loaded: %llu MiB on %u node(s), growth limit %llu MiB, per-process limit %llu MiB, cgroup limits: %s, huge maps: %s\n",
 		gp_pool_size() >> 20, nr, max >> 20, gp_per_process_limit >> 20,
-		gp_cg_dmem ? "dmem" : "module");
+		gp_cg_dmem ? "dmem" : "module", gp_huge_maps ? "on" : "off");
 	return 0;
 
 out_proc:

@@ -12,13 +12,18 @@
  * and makes them regions of its nodes' bfcs.
  *
  * Every page of the pool holds exactly one reference of ours while it is
- * in the pool.  Mappings add their own (vm_insert_pages()), GUP pins add
- * theirs.  A released chunk whose pages carry anything beyond our one
- * reference is still in someone's hands: it is quarantined, not reused.
+ * in the pool (every folio, where blocks are folios).  Mappings add their
+ * own (vm_insert_pages(), the fault handlers), GUP pins add theirs.  A
+ * released chunk whose pages carry anything beyond our one reference and
+ * the mappings of other chunks is still in someone's hands: it is
+ * quarantined, not reused.
  *
  * Locks, outermost first:
  *   gp_node.grow_lock   one grower per sub-pool (sleeps in the allocator);
  *   gp_node.lock        every bfc call, and publishing new blocks;
+ *   gp_node.map_lock    rwsem, where blocks are folios: mappings taking
+ *                       page references (read), a folio's counts read
+ *                       together (write); taken under mmap_lock;
  *   gp_node.stat_lock   spinlock: counters, dirty and quarantine lists.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -354,16 +359,62 @@ void gp_pool_release_chunk(struct gp_chunk *c)
 	queue_work_node(n->nid, gp_wq, &n->zero_work);
 }
 
-/* Does anyone but the pool hold a page of c (a GUP pin, a stray get_page)? */
+/*
+ * Does anyone hold a page of a folio block beyond the pool's reference and
+ * the mappings' (one per PTE, one per PMD entry, each counted once in the
+ * folio's mapcount)?  The folio's 512 pages share one refcount and one pin
+ * count, whichever chunks they belong to, so a pin on any of them holds
+ * back every chunk released in the block: quarantine works in 2 MiB units
+ * here.  Safe, never late to see a pin: every mapping takes its references
+ * under map_lock for read, so none is taken while we hold it for write,
+ * and the references are read before the mapcount: a mapping that appears
+ * in between was counted in both (or only in the references: held, for
+ * now); one that goes in between drops its mapcount first, its reference
+ * later (the TLB flush): held, for now.  Never early, as one taken later
+ * would be a mapping of another chunk.
+ */
+static bool gp_folio_held_elsewhere(struct gp_node *n, struct folio *folio)
+{
+	int refs, maps;
+
+	down_write(&n->map_lock);
+	refs = folio_ref_count(folio);
+	/* The references before the mapcount (above); pairs with the
+	 * ordering of folio_remove_rmap_*() before the TLB flush's put.
+	 */
+	smp_rmb();
+	maps = folio_mapcount(folio);
+	up_write(&n->map_lock);
+	return refs != 1 + maps;
+}
+
+/*
+ * Does anyone but the pool hold a page of c (a GUP pin, a stray get_page)?
+ * c is mapped nowhere any more: each order-0 page must hold our reference
+ * alone.
+ */
 static bool gp_chunk_held_elsewhere(struct gp_chunk *c)
 {
-	unsigned long i, nr = gp_chunk_pages(c);
+	struct gp_node *n = c->node;
+	unsigned long pg = c->offset >> PAGE_SHIFT;
+	unsigned long end = pg + gp_chunk_pages(c);
 
-	for (i = 0; i < nr; i++) {
-		if (page_ref_count(gp_chunk_page(c, i)) != 1)
-			return true;
-		if (!(i % GP_BLOCK_PAGES))
-			cond_resched();
+	while (pg < end) {
+		const struct gp_block *b = &n->blocks[pg / GP_BLOCK_PAGES];
+		unsigned long next = min(end, round_down(pg, GP_BLOCK_PAGES) +
+					 GP_BLOCK_PAGES);
+		struct folio *folio = gp_block_folio(b);
+
+		if (folio) {
+			if (gp_folio_held_elsewhere(n, folio))
+				return true;
+		} else {
+			for (; pg < next; pg++)
+				if (page_ref_count(gp_node_page(n, pg)) != 1)
+					return true;
+		}
+		pg = next;
+		cond_resched();
 	}
 	return false;
 }
@@ -646,6 +697,7 @@ static struct gp_node *gp_node_create(int nid, u64 size, u64 limit)
 	n->nid = nid;
 	mutex_init(&n->lock);
 	mutex_init(&n->grow_lock);
+	init_rwsem(&n->map_lock);
 	spin_lock_init(&n->stat_lock);
 	INIT_LIST_HEAD(&n->dirty);
 	INIT_LIST_HEAD(&n->quarantine);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * reserve.c - getting pages for the pool: 2 MiB blocks (order 9, split;
- * smaller orders where order 9 cannot be had), several work items per node
+ * reserve.c - getting pages for the pool: 2 MiB blocks (order 9: split,
+ * or one folio with huge_maps; smaller orders, split, where order 9
+ * cannot be had), several work items per node
  * on the unbound workqueue (queue_work_node(), so the pages are zeroed by
  * the node's own CPUs), a floor the pool never takes a node below, and
  * giving blocks back.  What the blocks become (the node's bfc regions) is
@@ -35,14 +36,19 @@
 
 static void gp_block_free(struct gp_block *b)
 {
+	struct folio *folio = gp_block_folio(b);
 	unsigned long i;
 
 	/*
 	 * put_page(), not __free_page(): a page someone still pins (a chunk
-	 * quarantined at unload) is freed when they unpin it.
+	 * quarantined at unload) is freed when they unpin it.  A folio has
+	 * one reference of ours for all its pages.
 	 */
-	for (i = 0; i < GP_BLOCK_PAGES; i++)
-		put_page(b->head ? b->head + i : b->pages[i]);
+	if (folio)
+		folio_put(folio);
+	else
+		for (i = 0; i < GP_BLOCK_PAGES; i++)
+			put_page(b->head ? b->head + i : b->pages[i]);
 	kvfree(b->pages);
 	b->head = NULL;
 	b->pages = NULL;
@@ -88,9 +94,15 @@ static int gp_block_alloc(struct gp_block *b, int nid, bool *fallback)
 	struct page *page;
 
 	*fallback = false;
-	page = alloc_pages_node(nid, GP_GFP, GP_BLOCK_ORDER);
+	if (gp_pmd_maps()) {
+		page = alloc_pages_node(nid, GP_GFP | __GFP_COMP,
+					GP_BLOCK_ORDER);
+	} else {
+		page = alloc_pages_node(nid, GP_GFP, GP_BLOCK_ORDER);
+		if (page)
+			split_page(page, GP_BLOCK_ORDER);
+	}
 	if (page) {
-		split_page(page, GP_BLOCK_ORDER);
 		b->head = page;
 		return 0;
 	}

@@ -14,9 +14,10 @@
  *  - the parent's own refault (MADV_DONTNEED) keeps its bytes; a child's
  *    MADV_DONTNEED drops only its own PTEs;
  *  - nothing leaks: once every process has unmapped, the pool is whole.
+ * With huge_maps=0: page by page, as the Rss figures say.  The same with
+ * 2 MiB entries is huge_maps's.
  */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -28,32 +29,7 @@
 #define CH	(4 * MiB)
 #define PG	4096UL
 
-GP_POOL_FIXTURE(flz, "pool_size=32M", 10000)
-
-/*
- * The Rss (kB) of this process's vma that starts at p; -1 if none.  A
- * vma's first smaps line starts with its address in lower-case hex, its
- * fields with a capital ("Rss:").
- */
-static long vma_rss_kb(const void *p)
-{
-	char line[512], want[32];
-	int in = 0;
-	long kb = -1;
-	FILE *f = fopen("/proc/self/smaps", "re");
-
-	if (!f)
-		return -1;
-	snprintf(want, sizeof(want), "%lx-", (unsigned long)p);
-	while (fgets(line, sizeof(line), f)) {
-		if (isxdigit((unsigned char)line[0]) && !isupper((unsigned char)line[0]))
-			in = !strncmp(line, want, strlen(want));
-		else if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
-			break;
-	}
-	fclose(f);
-	return kb;
-}
+GP_POOL_FIXTURE(flz, "pool_size=32M huge_maps=0", 10000)
 
 /* The byte page i of the chunk holds. */
 static unsigned char pat(unsigned long i)
@@ -121,7 +97,7 @@ static int reap(pid_t pid)
 static int child_exchange(char *p, unsigned long len, unsigned long first,
 			  struct sync *s)
 {
-	long rss = vma_rss_kb(p);
+	long rss = gp_vma_kb(p, "Rss");
 
 	if (rss != 0) {
 		fprintf(stderr, "child: Rss of the chunk vma right after fork: %ld kB, want 0\n",
@@ -131,7 +107,7 @@ static int child_exchange(char *p, unsigned long len, unsigned long first,
 	/* One page touched: one page mapped. */
 	if (p[PG] != (char)pat(first + 1))
 		return 11;
-	rss = vma_rss_kb(p);
+	rss = gp_vma_kb(p, "Rss");
 	if (rss != 4) {
 		fprintf(stderr, "child: Rss after reading one page: %ld kB, want 4\n",
 			rss);
@@ -139,7 +115,7 @@ static int child_exchange(char *p, unsigned long len, unsigned long first,
 	}
 	if (check(p, len, first))
 		return 13;
-	if (vma_rss_kb(p) != (long)(len / 1024))
+	if (gp_vma_kb(p, "Rss") != (long)(len / 1024))
 		return 14;
 	p[0] = 0x55;
 	p[len - 1] = 0x66;
@@ -212,10 +188,10 @@ TEST_F(flz, child_faults_in_parent_bytes)
 
 	map_new(_metadata, self->fd, &h, &p, 0);
 	/* The parent's prefill maps the whole chunk. */
-	EXPECT_EQ((long)(CH / 1024), vma_rss_kb(p));
+	EXPECT_EQ((long)(CH / 1024), gp_vma_kb(p, "Rss"));
 	fork_exchange(_metadata, p, 0);
 	/* The parent's mapping is untouched by the child's life. */
-	EXPECT_EQ((long)(CH / 1024), vma_rss_kb(p));
+	EXPECT_EQ((long)(CH / 1024), gp_vma_kb(p, "Rss"));
 	EXPECT_EQ(0x55, p[0]);
 	unmap_free(_metadata, self->fd, p, CH, h);
 }
@@ -236,7 +212,7 @@ TEST_F(flz, grandchild)
 		if (g < 0)
 			_exit(20);
 		if (!g) {
-			if (vma_rss_kb(p) != 0)
+			if (gp_vma_kb(p, "Rss") != 0)
 				_exit(21);
 			if (check(p, CH, 3))
 				_exit(22);
@@ -245,7 +221,7 @@ TEST_F(flz, grandchild)
 		}
 		if (reap(g))
 			_exit(23);
-		_exit(vma_rss_kb(p) == 0 && p[5] == 9 ? 0 : 24);
+		_exit(gp_vma_kb(p, "Rss") == 0 && p[5] == 9 ? 0 : 24);
 	}
 	EXPECT_EQ(0, reap(pid));
 	EXPECT_EQ(9, p[5]);
@@ -276,7 +252,7 @@ TEST_F(flz, moved_and_split)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		if (vma_rss_kb(q) != 0 || vma_rss_kb(q + 4 * PG) != 0)
+		if (gp_vma_kb(q, "Rss") != 0 || gp_vma_kb(q + 4 * PG, "Rss") != 0)
 			_exit(30);
 		if (check(q + 4 * PG, CH - MiB - 4 * PG, 4))
 			_exit(31);
@@ -345,7 +321,7 @@ TEST_F(flz, kernel_faults_for_child)
 		    !gp_all_bytes(buf, PG, pat(9)))
 			_exit(43);
 		/* Three pages faulted in, by the kernel. */
-		if (vma_rss_kb(p) != 12)
+		if (gp_vma_kb(p, "Rss") != 12)
 			_exit(44);
 		_exit(0);
 	}
@@ -366,20 +342,20 @@ TEST_F(flz, dontneed_refault)
 
 	map_new(_metadata, self->fd, &h, &p, 2);
 	ASSERT_EQ(0, madvise(p, CH, MADV_DONTNEED));
-	EXPECT_EQ(0, vma_rss_kb(p));
+	EXPECT_EQ(0, gp_vma_kb(p, "Rss"));
 	EXPECT_EQ(0, check(p, CH, 2));
-	EXPECT_EQ((long)(CH / 1024), vma_rss_kb(p));
+	EXPECT_EQ((long)(CH / 1024), gp_vma_kb(p, "Rss"));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		if (check(p, 2 * MiB, 2))
 			_exit(50);
-		if (madvise(p, CH, MADV_DONTNEED) || vma_rss_kb(p) != 0)
+		if (madvise(p, CH, MADV_DONTNEED) || gp_vma_kb(p, "Rss") != 0)
 			_exit(51);
 		_exit(check(p, CH, 2) ? 52 : 0);
 	}
 	EXPECT_EQ(0, reap(pid));
-	EXPECT_EQ((long)(CH / 1024), vma_rss_kb(p));
+	EXPECT_EQ((long)(CH / 1024), gp_vma_kb(p, "Rss"));
 	EXPECT_EQ(0, check(p, CH, 2));
 	unmap_free(_metadata, self->fd, p, CH, h);
 }

@@ -7,6 +7,7 @@
 #ifndef GPUPOOL_TESTS_VM_POOL_LIB_H
 #define GPUPOOL_TESTS_VM_POOL_LIB_H
 
+#include <ctype.h>
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -173,6 +174,36 @@ static inline int gp_wait_quiet(int ms, int quarantine)
 		nanosleep(&ts, NULL);
 		ms -= 5;
 	}
+}
+
+/*
+ * A field in kB (Rss, FilePmdMapped, ...) of this process's vma that starts
+ * at p, from /proc/self/smaps; -1 if no such vma or field.  A vma's first
+ * smaps line starts with its address in lower-case hex, its fields with a
+ * capital.
+ */
+static inline long gp_vma_kb(const void *p, const char *field)
+{
+	char line[512], want[32];
+	size_t flen = strlen(field);
+	int in = 0;
+	long kb = -1;
+	FILE *f = fopen("/proc/self/smaps", "re");
+
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), "%lx-", (unsigned long)p);
+	while (fgets(line, sizeof(line), f)) {
+		if (isxdigit((unsigned char)line[0]) &&
+		    !isupper((unsigned char)line[0]))
+			in = !strncmp(line, want, strlen(want));
+		else if (in && !strncmp(line, field, flen) &&
+			 line[flen] == ':' &&
+			 sscanf(line + flen + 1, "%ld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb;
 }
 
 /* A /proc/gpupool figure as a number (kB for sizes); -1 when absent. */

@@ -6,7 +6,9 @@
  * buffers); the chunk, unmapped and freed, is then quarantined: STATS and
  * /proc say so, an allocation cannot get it, and the pipe's reader still
  * gets the bytes that were written.  Once the pipe is drained the chunk is
- * zeroed and back.
+ * zeroed and back.  That is to the page with huge_maps=0; with huge_maps,
+ * where a 2 MiB block's pages share one refcount, a held page holds back
+ * every chunk released in its block until it is let go.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -44,7 +46,7 @@ TEST(vmsplice_holds_pages)
 	char *p;
 
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load_1("pool_size=2M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=2M huge_maps=0"));
 	fd = gp_open_dev();
 	ASSERT_LE(0, fd);
 	h = gp_alloc(fd, CH);
@@ -107,6 +109,70 @@ TEST(vmsplice_holds_pages)
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_TRUE(gp_all_bytes(p, 2 * MiB, 0));
 	munmap(p, 2 * MiB);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(fd);
+	EXPECT_EQ(0, gp_unload_wait(5000));
+}
+
+/*
+ * huge_maps: a page held in block 0 holds back both chunks released in it,
+ * never the other block; both come back, zeroed, once it is let go.
+ */
+TEST(held_page_holds_its_block)
+{
+	struct gpupool_pool_stats s;
+	unsigned char buf[CH];
+	struct iovec iov;
+	int fd, pfd[2], i;
+	uint64_t h, n;
+	char *p;
+
+	GP_REQUIRE();
+	ASSERT_EQ(0, gp_load_1("pool_size=4M"));
+	if (gp_proc_num("HugeMaps") != 1) {
+		EXPECT_EQ(0, gp_unload_wait(5000));
+		SKIP(return, "no huge_maps on this kernel");
+	}
+	fd = gp_open_dev();
+	ASSERT_LE(0, fd);
+	h = gp_alloc(fd, CH);
+	ASSERT_NE(0, h);
+	n = gp_alloc(fd, 2 * MiB - CH);
+	ASSERT_NE(0, n);
+	p = gp_map(fd, h, CH);
+	ASSERT_NE(MAP_FAILED, p);
+	memset(p, 0x5a, CH);
+	ASSERT_EQ(0, pipe(pfd));
+	iov.iov_base = p;
+	iov.iov_len = CH;
+	ASSERT_EQ((ssize_t)CH, vmsplice(pfd[1], &iov, 1, 0));
+	ASSERT_EQ(0, munmap(p, CH));
+	ASSERT_EQ(0, gp_free(fd, h));
+	ASSERT_EQ(0, gp_free(fd, n));
+	for (i = 0; i < 400 && gp_pool().zeroing; i++)
+		usleep(5000);
+	s = gp_pool();
+	EXPECT_EQ(2 * MiB, s.quarantined);
+	EXPECT_EQ(2, s.chunks_quarantined);
+	EXPECT_EQ(2 * MiB, s.free);
+	/* The other block is whole and usable; nothing of block 0 is. */
+	h = gp_alloc(fd, 2 * MiB);
+	ASSERT_NE(0, h);
+	EXPECT_EQ(0, gp_alloc(fd, 4096));
+	EXPECT_EQ(ENOMEM, errno);
+	ASSERT_EQ(0, gp_free(fd, h));
+
+	ASSERT_EQ((ssize_t)CH, read(pfd[0], buf, CH));
+	EXPECT_TRUE(gp_all_bytes(buf, CH, 0x5a));
+	EXPECT_EQ(0, gp_wait_quiet(10000, 1));
+	EXPECT_EQ(4 * MiB, gp_pool().free);
+	h = gp_alloc(fd, 4 * MiB);
+	ASSERT_NE(0, h);
+	p = gp_map(fd, h, 4 * MiB);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_TRUE(gp_all_bytes(p, 4 * MiB, 0));
+	munmap(p, 4 * MiB);
 	close(pfd[0]);
 	close(pfd[1]);
 	close(fd);
