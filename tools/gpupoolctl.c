@@ -396,6 +396,10 @@ static int cmd_map(const struct opts *o)
 		printf("(this module shows no occupancy map: upgrade the module)\n");
 	else
 		printf("legend: # in use  . free  z being zeroed  q quarantined (still pinned)  ' ' room to grow\n");
+	if (!o->json)
+		printf("%s\n", gpctl_value(&p, "HugeMaps") ?
+		       "mappings: a chunk's whole 2 MiB blocks in 2 MiB entries (FilePmdMapped in /proc/PID/smaps), the rest in 4 KiB" :
+		       "mappings: 4 KiB entries");
 	gpctl_pool_free(&p);
 	return EX_OK;
 }

@@ -178,6 +178,8 @@ TEST(map_and_prometheus)
 	EXPECT_EQ(0, code);
 	EXPECT_NE(NULL, strstr(out, "node 1: 128.0Mi reserved, 64 cells\n  [#####....")) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "legend:"));
+	/* No HugeMaps line in the fixture (an older module): 4 KiB. */
+	EXPECT_NE(NULL, strstr(out, "\nmappings: 4 KiB entries\n")) TH_LOG("%s", out);
 	free(out);
 	out = ctl(FIXTURE_FILE, "map --json", &code);
 	EXPECT_NE(NULL, strstr(out, "[{\"node\": 0, \"cells\": \"##....")) TH_LOG("%s", out);
