@@ -7,6 +7,7 @@
 #   make -f bench/kmod.mk                  build $(O)/bench/kmod/kmod_bench
 #   make -f bench/kmod.mk run KVER=<rel>   build, boot the VM (3 GiB) and run it
 #   make -f bench/kmod.mk run-dmem         section 5 on the dmem kernel
+#   make -f bench/kmod.mk run-pmd          section 6 with 2 MiB entries
 #
 # or by hand:
 #   vm/run-vm.sh --kernel <rel> --ko build/kmod/<rel>/gpupool.ko \
@@ -71,7 +72,7 @@ define build_base
 endef
 base_env = $(if $(call have_rev,$(2)),--env $(1)=$(call base_ko,$(2),$(3)))
 
-.PHONY: all run run-dmem baseline
+.PHONY: all run run-dmem run-pmd debug-base baseline
 all: $(KB_DIR)/kmod_bench
 
 $(KB_DIR)/kmod_bench: $(TOP)/bench/kmod_bench.c $(TOP)/include/uapi/linux/gpupool.h
@@ -97,24 +98,36 @@ run: $(KB_DIR)/kmod_bench baseline
 		$(call base_env,KMOD_BENCH_FORK_BASE_KO,$(KMOD_FORK_BASE_REV),$(KVER)) \
 		$(BENCH_ENV) --mem 3G --test-timeout 1800 --timeout 2000
 
-# Section 5 on the dmem path: the debug kernel of `make check` (7.2 with
-# CONFIG_CGROUP_DMEM; scripts/debug-kernel.sh builds it or finds it in its
-# cache), this module with cgroup_limits=auto (dmem) against the module
-# before cgroup accounting, in one boot.  The debug options (KASAN,
-# lockdep) slow both alike; compare the ratio only.
+# Sections on the debug kernel of `make check` (7.2, with CONFIG_CGROUP_DMEM
+# and transparent huge pages; scripts/debug-kernel.sh builds it or finds it
+# in its cache), this module against a baseline built from git for it, in
+# one boot: run-dmem, section 5 with cgroup_limits=auto (the dmem path)
+# against the module before cgroup accounting; run-pmd, section 6 with
+# huge_maps (2 MiB entries, Linux 6.15 and later) against the module before
+# fork stopped copying.  The debug options (KASAN, lockdep) slow both
+# modules alike; compare the ratios only.
 DMEM_KBUILD = $(shell $(TOP)/scripts/debug-kernel.sh 2>/dev/null)
-run-dmem: $(KB_DIR)/kmod_bench
+# $(1): the run's name, $(2): the section, $(3): the variable naming the
+# baseline module to the program, $(4): the baseline's revision.
+define debug_run
 	@kb='$(DMEM_KBUILD)'; [ -n "$$kb" ] || { \
-		echo "kmod bench: no dmem kernel (scripts/debug-kernel.sh failed)"; exit 1; }; \
+		echo "kmod bench: no debug kernel (scripts/debug-kernel.sh failed)"; exit 1; }; \
 	rel=$$(cat $$kb/include/config/kernel.release) && \
 	$(TOP)/scripts/build-module.sh $$rel $(O)/kmod/dmem-$$rel $$kb >/dev/null && \
 	$(MAKE) --no-print-directory -f $(TOP)/bench/kmod.mk O=$(O) TOP=$(TOP) \
-		dmem-base KVER=$$rel DMEM_KB=$$kb && \
+		debug-base BASE_REV=$(4) KVER=$$rel DMEM_KB=$$kb && \
 	$(TOP)/vm/run-vm.sh --kernel $$kb/arch/x86/boot/bzImage --kbuild $$kb \
-		--no-pvh --name kmod-bench-dmem --ko $(O)/kmod/dmem-$$rel/gpupool.ko \
-		--tests $(KB_DIR) --env KMOD_BENCH_SECTIONS=5 \
-		--env KMOD_BENCH_CG_BASE_KO=$(call base_dir,$(KMOD_CG_BASE_REV))/$$rel/gpupool.ko \
+		--no-pvh --name kmod-bench-$(1) --ko $(O)/kmod/dmem-$$rel/gpupool.ko \
+		--tests $(KB_DIR) --env KMOD_BENCH_SECTIONS=$(2) \
+		--env $(3)=$(call base_dir,$(4))/$$rel/gpupool.ko \
 		$(BENCH_ENV) --mem 3G --test-timeout 1800 --timeout 2000
+endef
 
-dmem-base:
-	$(call build_base,$(KMOD_CG_BASE_REV),$(KVER),$(DMEM_KB))
+run-dmem: $(KB_DIR)/kmod_bench
+	$(call debug_run,dmem,5,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV))
+
+run-pmd: $(KB_DIR)/kmod_bench
+	$(call debug_run,pmd,6,KMOD_BENCH_FORK_BASE_KO,$(KMOD_FORK_BASE_REV))
+
+debug-base:
+	$(call build_base,$(BASE_REV),$(KVER),$(DMEM_KB))

@@ -39,7 +39,7 @@
  *     reading 1 GiB it inherited (what a child now pays in faults), a
  *     usable buffer (ALLOC + mmap + touch) of 2 MiB, 64 MiB, 256 MiB and 1
  *     GiB, and memset of a mapped 256 MiB chunk against 256 MiB of
- *     hugetlbfs pages.  With $KMOD_BENCH_FORK_BASE_KO naming the module
+ *     hugetlbfs pages and of anonymous memory with THP (madvised).  With $KMOD_BENCH_FORK_BASE_KO naming the module
  *     before chunk mappings dropped VM_MIXEDMAP (bench/kmod.mk builds
  *     it), both are loaded in turn, $KMOD_BENCH_FORK_ROUNDS rounds
  *     (default 3).  Targets (PASS/MISS): fork with 8 GiB within 1.2x of a bare fork; the usable
@@ -924,6 +924,8 @@ struct fork_run {
 	double usable[NR_USABLE];
 	double fill;		/* memset of a mapped 256 MiB chunk */
 	double fill_ratio;	/* each / the same into hugetlbfs beside it */
+	double fill_thp;	/* each / the same into anonymous THP */
+	long fill_pmd_kb;	/* of the chunk, mapped with 2 MiB entries */
 };
 
 /* fork + the child's _exit + waitpid; with fn, the child runs fn(p) first. */
@@ -1088,32 +1090,80 @@ static double memset_timed(char *p, uint64_t len, int c)
 	return now() - t0;
 }
 
+/* The FilePmdMapped kB of this process's mapping at p (smaps); -1: none. */
+static long pmd_mapped_kb(const void *p)
+{
+	char line[256], want[32];
+	long kb = -1;
+	int in = 0;
+	FILE *f = fopen("/proc/self/smaps", "re");
+
+	if (!f)
+		return -1;
+	snprintf(want, sizeof(want), "%lx-", (unsigned long)p);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, want, strlen(want)))
+			in = 1;
+		else if (in && sscanf(line, "FilePmdMapped: %ld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb;
+}
+
+/* Anonymous memory on a 2 MiB boundary, THP asked for; MAP_FAILED if not. */
+static char *thp_anon(size_t len)
+{
+	char *m = mmap(NULL, len + 2 * MiB, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *q;
+
+	if (m == MAP_FAILED)
+		return m;
+	q = (char *)(((uintptr_t)m + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
+	if (q > m)
+		munmap(m, q - m);
+	munmap(q + len, m + 2 * MiB - q);
+	madvise(q, len, MADV_HUGEPAGE);
+	return q;
+}
+
 /*
- * memset of a mapped chunk (already faulted in: CPU fill bandwidth) and
- * of as many hugetlbfs pages, in turn: the median time of the chunk's in
- * fr->fill and of the ratio in fr->fill_ratio (-1 without hugetlbfs).
+ * memset of a mapped chunk (already faulted in: CPU fill bandwidth), of
+ * as many hugetlbfs pages and of anonymous THP memory, in turn: the median
+ * time of the chunk's in fr->fill, of the ratios in fr->fill_ratio and
+ * fr->fill_thp (-1 without hugetlbfs pages or without the mapping).
  */
 static void fill_pair(char *p, struct fork_run *fr)
 {
-	double tc[REPS], rt[REPS], th;
-	char *q;
+	double tc[REPS], rt[REPS], ra[REPS], th, ta;
+	char *q, *a;
 	int r;
 
 	q = mmap(NULL, HUGE_SIZE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1,
 		 0);
+	a = thp_anon(HUGE_SIZE);
 	memset(p, 1, HUGE_SIZE);
+	fr->fill_pmd_kb = pmd_mapped_kb(p);
 	if (q != MAP_FAILED)
 		memset(q, 1, HUGE_SIZE);
+	if (a != MAP_FAILED)
+		memset(a, 1, HUGE_SIZE);
 	for (r = 0; r < REPS; r++) {
 		tc[r] = memset_timed(p, HUGE_SIZE, r);
 		th = q != MAP_FAILED ? memset_timed(q, HUGE_SIZE, r) : -1;
+		ta = a != MAP_FAILED ? memset_timed(a, HUGE_SIZE, r) : -1;
 		rt[r] = tc[r] / th;
+		ra[r] = tc[r] / ta;
 	}
 	fr->fill = median(tc, REPS);
 	fr->fill_ratio = q != MAP_FAILED ? median(rt, REPS) : -1;
+	fr->fill_thp = a != MAP_FAILED ? median(ra, REPS) : -1;
 	if (q != MAP_FAILED)
 		munmap(q, HUGE_SIZE);
+	if (a != MAP_FAILED)
+		munmap(a, HUGE_SIZE);
 }
 
 static int fork_measure(int fd, struct fork_run *fr)
@@ -1196,7 +1246,7 @@ static void bench_fork(const char *params)
 	int rounds = alloc_reps("KMOD_BENCH_FORK_ROUNDS", 3);
 	const char *which[2] = { "today", "baseline" };
 	double f[2][3], fr8[2], cr[2], cp[2], us[2][NR_USABLE], fill[2];
-	double fillr[2];
+	double fillr[2], filla[2];
 	int round, k, m, nm, fd;
 	unsigned int i;
 	char *ours;
@@ -1231,7 +1281,7 @@ static void bench_fork(const char *params)
 				goto out;
 			}
 			close(fd);
-			printf("   %5d %-8s fork 0/1/%d GiB %.2f/%.2f/%.2f ms (/bare %.2f/%.2f/%.2f), child reads/populates 1 GiB %.1f/%.1f ms, fill %.1f ms (/hugetlbfs %.2f)\n",
+			printf("   %5d %-8s fork 0/1/%d GiB %.2f/%.2f/%.2f ms (/bare %.2f/%.2f/%.2f), child reads/populates 1 GiB %.1f/%.1f ms, fill %.1f ms (/hugetlbfs %.2f, /THP %.2f; %ld MiB in 2 MiB entries)\n",
 			       round, which[m], FORK_MAPS,
 			       fr[m][round].fork[0] * 1e3,
 			       fr[m][round].fork[1] * 1e3,
@@ -1241,7 +1291,9 @@ static void bench_fork(const char *params)
 			       fr[m][round].child_read * 1e3,
 			       fr[m][round].child_pop * 1e3,
 			       fr[m][round].fill * 1e3,
-			       fr[m][round].fill_ratio);
+			       fr[m][round].fill_ratio,
+			       fr[m][round].fill_thp,
+			       fr[m][round].fill_pmd_kb / 1024);
 		}
 	}
 	for (m = 0; m < nm; m++) {
@@ -1255,6 +1307,7 @@ static void bench_fork(const char *params)
 				     offsetof(struct fork_run, ratio) +
 				     2 * sizeof(double));
 		fillr[m] = FR_MED(fr[m], rounds, fill_ratio);
+		filla[m] = FR_MED(fr[m], rounds, fill_thp);
 		for (i = 0; i < NR_USABLE; i++)
 			us[m][i] = fork_median(fr[m], rounds,
 					       offsetof(struct fork_run, usable) +
@@ -1279,9 +1332,9 @@ static void bench_fork(const char *params)
 		printf("\n");
 	}
 	for (m = 0; m < nm; m++)
-		printf("   %-8s fill 256 MiB mapped: %.2f ms (%.0f MB/s), %.2fx hugetlbfs beside it\n",
+		printf("   %-8s fill 256 MiB mapped: %.2f ms (%.0f MB/s), %.2fx hugetlbfs, %.2fx anonymous THP beside it\n",
 		       which[m], fill[m] * 1e3, HUGE_SIZE / fill[m] / 1e6,
-		       fillr[m]);
+		       fillr[m], filla[m]);
 	target("fork with 8 GiB / bare fork beside it, today", fr8[0], 1.2);
 	if (nm == 2)
 		target("usable 256 MiB, today / baseline (2x faster)",
