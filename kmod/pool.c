@@ -365,13 +365,18 @@ void gp_pool_release_chunk(struct gp_chunk *c)
  * folio's mapcount)?  The folio's 512 pages share one refcount and one pin
  * count, whichever chunks they belong to, so a pin on any of them holds
  * back every chunk released in the block: quarantine works in 2 MiB units
- * here.  Safe, never late to see a pin: every mapping takes its references
- * under map_lock for read, so none is taken while we hold it for write,
- * and the references are read before the mapcount: a mapping that appears
- * in between was counted in both (or only in the references: held, for
- * now); one that goes in between drops its mapcount first, its reference
- * later (the TLB flush): held, for now.  Never early, as one taken later
- * would be a mapping of another chunk.
+ * here.  A pin is never missed:
+ *  - every mapping takes its references under map_lock for read (all are
+ *    made by chunk.c's mmap and fault handlers: fork copies no entry of a
+ *    chunk vma, and userfaultfd, whose write-protect would make it copy
+ *    them, refuses a VM_SPECIAL vma), so none is taken while we hold it
+ *    for write;
+ *  - the references are read before the mapcount: a mapping made before
+ *    we took the lock is in the references already, in the mapcount or
+ *    not yet (then held, for now); one that goes in between drops its
+ *    mapcount first and its reference later, at the TLB flush (held, for
+ *    now).
+ * "Held, for now" costs a recheck in GP_QUARANTINE_RECHECK.
  */
 static bool gp_folio_held_elsewhere(struct gp_node *n, struct folio *folio)
 {
