@@ -38,11 +38,60 @@ struct gp_kernel {
 	int fd;				/* /dev/gpupool */
 	uint32_t abi_major, abi_minor;	/* the module's */
 	uint64_t node_mask;		/* the module's sub-pools, by node */
+	bool huge_maps;			/* /proc/gpupool's HugeMaps */
 };
 
 static struct gp_kernel *gp_kernel_of(const struct gp_ctx *ctx)
 {
 	return ctx->backend_data;
+}
+
+/*
+ * Does the module map a chunk's whole 2 MiB blocks with 2 MiB entries
+ * (/proc/gpupool's HugeMaps: 1)?  A module without the field does not.
+ */
+static bool gp_kernel_read_huge_maps(void)
+{
+	char text[4096];
+	const char *p;
+	size_t n = 0;
+	FILE *f = fopen("/proc/gpupool", "re");
+
+	if (f) {
+		n = fread(text, 1, sizeof(text) - 1, f);
+		fclose(f);
+	}
+	text[n] = 0;
+	p = strstr(text, "\nHugeMaps:");
+	return p && strtoul(p + strlen("\nHugeMaps:"), NULL, 10) == 1;
+}
+
+/*
+ * A chunk just mapped at seg: in part on 2 MiB entries where the module
+ * maps so and the chunk holds a whole 2 MiB-aligned block (the module
+ * places a mapping so that the chunk's whole blocks are aligned), which
+ * gp_info's hugepages and gp_host_stats' segments_huge count.  A context
+ * that never uses huge pages (GP_OPEN_NO_HUGEPAGES) turns them off for the
+ * mapping: MADV_NOHUGEPAGE, 4 KiB entries.
+ */
+static void gp_kernel_seg_pages(struct gp_ctx *ctx, struct gp_seg *seg)
+{
+	uint64_t first = (seg->addr + GP_HUGE_PAGE - 1) &
+			 ~(uint64_t)(GP_HUGE_PAGE - 1);
+	bool huge = ctx->ops == &gp_backend_kernel ?
+		    gp_kernel_of(ctx)->huge_maps : gp_kernel_read_huge_maps();
+
+	seg->huge = false;
+	if (!huge || first + GP_HUGE_PAGE > seg->addr + seg->size)
+		return;
+	if (ctx->opt.flags & GP_OPEN_NO_HUGEPAGES) {
+		if (madvise((void *)(uintptr_t)seg->addr, seg->size,
+			    MADV_NOHUGEPAGE))
+			gp_debug(ctx, "MADV_NOHUGEPAGE on a gpupool chunk: %s",
+				 strerror(errno));
+		return;
+	}
+	seg->huge = true;
 }
 
 int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
@@ -108,13 +157,14 @@ int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
 	k->abi_major = v.abi_major;
 	k->abi_minor = v.abi_minor;
 	k->node_mask = v.node_mask;
+	k->huge_maps = gp_kernel_read_huge_maps();
 	ctx->backend_data = k;
 	ctx->host_gran = v.granularity > ctx->page_size ? v.granularity :
 			 ctx->page_size;
 	snprintf(ctx->why, sizeof(ctx->why),
-		 "gpupool.ko ABI %u.%u, pool %llu bytes on %u node(s)",
+		 "gpupool.ko ABI %u.%u, pool %llu bytes on %u node(s)%s",
 		 v.abi_major, v.abi_minor, (unsigned long long)v.pool_size,
-		 v.nr_nodes);
+		 v.nr_nodes, k->huge_maps ? ", 2 MiB mappings" : "");
 	return 0;
 }
 
@@ -412,7 +462,7 @@ static int gp_kernel_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 	seg->size = a.chunk_size;
 	seg->khandle = a.handle;
 	seg->fd = -1;
-	seg->huge = false;
+	gp_kernel_seg_pages(ctx, seg);
 	return 0;
 }
 
@@ -461,6 +511,7 @@ int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 	seg->addr = (uint64_t)(uintptr_t)addr;
 	seg->size = ci.size;
 	seg->fd = -1;
+	gp_kernel_seg_pages(ctx, seg);
 	return 0;
 }
 
