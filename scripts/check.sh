@@ -288,8 +288,13 @@ slurm_block() {
 # The debug kernel's suite, once its build (started above) has ended, in
 # two VMs that the two lanes can run side by side (each about 5 minutes):
 # part 1 the tests that take longest there, part 2 all the others (a new
-# test lands in part 2 without anyone naming it).
+# test lands in part 2 without anyone naming it).  A third, part lib, runs
+# the library's suites that reach the pages on the kernel backend there,
+# where chunks are mapped with 2 MiB entries (huge_maps): registration
+# through the CUDA double, O_DIRECT and io_uring fixed buffers, fork and
+# sharing (the whole library suite runs on the stock kernels' lib blocks).
 debug_heavy="fault_inject,load_many,cgroup_churn,bfc_selftest,ctl_output,attacks"
+debug_lib="host_alloc,host_fork,read_file,share_fork"
 debug_block() {
 	part=$1
 	step "the debug kernel, part $part: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection, dmem"
@@ -307,8 +312,10 @@ debug_block() {
 	done
 	[ "$part" = 1 ] && cat "$dbg_log"
 	case $part in
-	1) which="--filter $debug_heavy" ;;
-	*) which="--exclude $debug_heavy" ;;
+	1) which="--tests $O/tests/vm --filter $debug_heavy" ;;
+	2) which="--tests $O/tests/vm --exclude $debug_heavy" ;;
+	lib) which="--tests $O/tests/lib --filter $debug_lib
+		--load pool_size=256M --env GPUPOOL_BACKEND=kernel" ;;
 	esac
 	# The module for it: built by whichever part comes first (the lock),
 	# found up to date by the other.
@@ -319,10 +326,10 @@ debug_block() {
 	   flock "$O/kmod/debug.lock" "$top/scripts/build-module.sh" \
 		"$drel" "$O/kmod/debug" "$dbg" >/dev/null; then
 		step "VM suite on the debug kernel $drel, part $part"
-		# shellcheck disable=SC2086 # $which: an option and its word
+		# shellcheck disable=SC2086 # $which: options and their words
 		vm "debug-$part" --kernel "$dbg/arch/x86/boot/bzImage" \
 			--kbuild "$dbg" --no-pvh --cmdline-extra no5lvl \
-			--ko "$O/kmod/debug/gpupool.ko" --tests "$O/tests/vm" \
+			--ko "$O/kmod/debug/gpupool.ko" \
 			$which --build-dir "$O" --quiet --timeout 1700 \
 			--test-timeout 600
 	else
@@ -394,7 +401,7 @@ for suite in lib torch py; do
 		blocks="$blocks $suite-$k"
 	done
 done
-debug_parts="debug-1 debug-2"
+debug_parts="debug-1 debug-2 debug-lib"
 lane() {
 	for b in $blocks; do
 		for d in $debug_parts; do
