@@ -27,35 +27,8 @@
 #include "pool_lib.h"
 
 #define CH	(4 * MiB)
-#define PG	4096UL
 
 GP_POOL_FIXTURE(flz, "pool_size=32M huge_maps=0", 10000)
-
-/* The byte page i of the chunk holds. */
-static unsigned char pat(unsigned long i)
-{
-	return (unsigned char)(i * 7 + 1);
-}
-
-static void fill(char *p, unsigned long len, unsigned long first)
-{
-	unsigned long i;
-
-	for (i = 0; i < len / PG; i++)
-		memset(p + i * PG, pat(first + i), PG);
-}
-
-/* 0 when page i of p holds pat(first + i) all through, else 1 + i. */
-static unsigned long check(const char *p, unsigned long len,
-			   unsigned long first)
-{
-	unsigned long i;
-
-	for (i = 0; i < len / PG; i++)
-		if (!gp_all_bytes(p + i * PG, PG, pat(first + i)))
-			return 1 + i;
-	return 0;
-}
 
 struct sync {
 	int to_child[2], to_parent[2];
@@ -78,17 +51,6 @@ static int hear(int fd)
 	return read(fd, &c, 1) == 1 ? 0 : -1;
 }
 
-static int reap(pid_t pid)
-{
-	int status;
-
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
-}
-
 /*
  * The child's side of the basic exchange on p (len bytes, chunk page
  * first at p): no PTE at first, the parent's bytes on reading, its own
@@ -105,7 +67,7 @@ static int child_exchange(char *p, unsigned long len, unsigned long first,
 		return 10;
 	}
 	/* One page touched: one page mapped. */
-	if (p[PG] != (char)pat(first + 1))
+	if (p[GP_PG] != (char)gp_page_pat(first + 1))
 		return 11;
 	rss = gp_vma_kb(p, "Rss");
 	if (rss != 4) {
@@ -113,7 +75,7 @@ static int child_exchange(char *p, unsigned long len, unsigned long first,
 			rss);
 		return 12;
 	}
-	if (check(p, len, first))
+	if (gp_check_pages(p, len, first))
 		return 13;
 	if (gp_vma_kb(p, "Rss") != (long)(len / 1024))
 		return 14;
@@ -122,7 +84,7 @@ static int child_exchange(char *p, unsigned long len, unsigned long first,
 	if (say(s->to_parent[1]) || hear(s->to_child[0]))
 		return 15;
 	/* The parent wrote page 2 after our fault: the same page. */
-	if (p[2 * PG] != 0x44)
+	if (p[2 * GP_PG] != 0x44)
 		return 16;
 	return 0;
 }
@@ -136,7 +98,7 @@ static void parent_exchange(struct __test_metadata *_metadata, char *p,
 	ASSERT_EQ(0, hear(s->to_parent[0]));
 	EXPECT_EQ(0x55, p[0]);
 	EXPECT_EQ(0x66, p[len - 1]);
-	p[2 * PG] = 0x44;
+	p[2 * GP_PG] = 0x44;
 	ASSERT_EQ(0, say(s->to_child[1]));
 	close(s->to_parent[0]);
 	close(s->to_child[1]);
@@ -155,10 +117,10 @@ static void fork_exchange(struct __test_metadata *_metadata, char *p,
 	if (!pid)
 		_exit(child_exchange(p, CH, first, &s));
 	parent_exchange(_metadata, p, CH, &s);
-	EXPECT_EQ(0, reap(pid));
+	EXPECT_EQ(0, gp_reap(pid));
 }
 
-/* A new chunk (CH) in *h, mapped in *p, page i holding pat(first + i). */
+/* A new chunk (CH) in *h, mapped in *p, page i holding gp_page_pat(first + i). */
 static void map_new(struct __test_metadata *_metadata, int fd, uint64_t *h,
 		    char **p, unsigned long first)
 {
@@ -166,7 +128,7 @@ static void map_new(struct __test_metadata *_metadata, int fd, uint64_t *h,
 	ASSERT_NE(0, *h);
 	*p = gp_map(fd, *h, CH);
 	ASSERT_NE(MAP_FAILED, *p);
-	fill(*p, CH, first);
+	gp_fill_pages(*p, CH, first);
 }
 
 /* Unmap len at p, free h (0: none left); the pool is whole again. */
@@ -214,16 +176,16 @@ TEST_F(flz, grandchild)
 		if (!g) {
 			if (gp_vma_kb(p, "Rss") != 0)
 				_exit(21);
-			if (check(p, CH, 3))
+			if (gp_check_pages(p, CH, 3))
 				_exit(22);
 			p[5] = 9;
 			_exit(0);
 		}
-		if (reap(g))
+		if (gp_reap(g))
 			_exit(23);
 		_exit(gp_vma_kb(p, "Rss") == 0 && p[5] == 9 ? 0 : 24);
 	}
-	EXPECT_EQ(0, reap(pid));
+	EXPECT_EQ(0, gp_reap(pid));
 	EXPECT_EQ(9, p[5]);
 	unmap_free(_metadata, self->fd, p, CH, h);
 }
@@ -247,22 +209,22 @@ TEST_F(flz, moved_and_split)
 	ASSERT_EQ(hole + 2 * MiB, q);
 	munmap(hole, 2 * MiB);
 	/* Split: page 3 read-only, the last MiB unmapped. */
-	ASSERT_EQ(0, mprotect(q + 3 * PG, PG, PROT_READ));
+	ASSERT_EQ(0, mprotect(q + 3 * GP_PG, GP_PG, PROT_READ));
 	ASSERT_EQ(0, munmap(q + CH - MiB, MiB));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		if (gp_vma_kb(q, "Rss") != 0 || gp_vma_kb(q + 4 * PG, "Rss") != 0)
+		if (gp_vma_kb(q, "Rss") != 0 || gp_vma_kb(q + 4 * GP_PG, "Rss") != 0)
 			_exit(30);
-		if (check(q + 4 * PG, CH - MiB - 4 * PG, 4))
+		if (gp_check_pages(q + 4 * GP_PG, CH - MiB - 4 * GP_PG, 4))
 			_exit(31);
-		if (check(q, 4 * PG, 0))
+		if (gp_check_pages(q, 4 * GP_PG, 0))
 			_exit(32);
-		q[4 * PG] = 0x21;
+		q[4 * GP_PG] = 0x21;
 		_exit(0);
 	}
-	EXPECT_EQ(0, reap(pid));
-	EXPECT_EQ(0x21, q[4 * PG]);
+	EXPECT_EQ(0, gp_reap(pid));
+	EXPECT_EQ(0x21, q[4 * GP_PG]);
 	unmap_free(_metadata, self->fd, q, CH - MiB, h);
 }
 
@@ -280,7 +242,7 @@ TEST_F(flz, exported_fd)
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_EQ(0, gp_free(self->fd, h));
 	close(cfd);
-	fill(p, CH, 11);
+	gp_fill_pages(p, CH, 11);
 	fork_exchange(_metadata, p, 11);
 	unmap_free(_metadata, self->fd, p, CH, 0);
 }
@@ -299,34 +261,34 @@ TEST_F(flz, kernel_faults_for_child)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		char buf[PG];
+		char buf[GP_PG];
 		int pp[2];
-		struct iovec iov = { p + 9 * PG, PG };
+		struct iovec iov = { p + 9 * GP_PG, GP_PG };
 
 		if (pipe(pp))
 			_exit(40);
 		/* copy_from_user from page 5, unfaulted. */
-		if (write(pp[1], p + 5 * PG, PG) != PG ||
-		    read(pp[0], buf, PG) != PG ||
-		    !gp_all_bytes(buf, PG, pat(5)))
+		if (write(pp[1], p + 5 * GP_PG, GP_PG) != GP_PG ||
+		    read(pp[0], buf, GP_PG) != GP_PG ||
+		    !gp_all_bytes(buf, GP_PG, gp_page_pat(5)))
 			_exit(41);
 		/* copy_to_user into page 6, unfaulted: the parent sees it. */
-		memset(buf, 0x31, PG);
-		if (write(pp[1], buf, PG) != PG ||
-		    read(pp[0], p + 6 * PG, PG) != PG)
+		memset(buf, 0x31, GP_PG);
+		if (write(pp[1], buf, GP_PG) != GP_PG ||
+		    read(pp[0], p + 6 * GP_PG, GP_PG) != GP_PG)
 			_exit(42);
 		/* GUP: vmsplice pins page 9 into the pipe. */
-		if (vmsplice(pp[1], &iov, 1, 0) != PG ||
-		    read(pp[0], buf, PG) != PG ||
-		    !gp_all_bytes(buf, PG, pat(9)))
+		if (vmsplice(pp[1], &iov, 1, 0) != GP_PG ||
+		    read(pp[0], buf, GP_PG) != GP_PG ||
+		    !gp_all_bytes(buf, GP_PG, gp_page_pat(9)))
 			_exit(43);
 		/* Three pages faulted in, by the kernel. */
 		if (gp_vma_kb(p, "Rss") != 12)
 			_exit(44);
 		_exit(0);
 	}
-	EXPECT_EQ(0, reap(pid));
-	EXPECT_TRUE(gp_all_bytes(p + 6 * PG, PG, 0x31));
+	EXPECT_EQ(0, gp_reap(pid));
+	EXPECT_TRUE(gp_all_bytes(p + 6 * GP_PG, GP_PG, 0x31));
 	unmap_free(_metadata, self->fd, p, CH, h);
 }
 
@@ -343,20 +305,20 @@ TEST_F(flz, dontneed_refault)
 	map_new(_metadata, self->fd, &h, &p, 2);
 	ASSERT_EQ(0, madvise(p, CH, MADV_DONTNEED));
 	EXPECT_EQ(0, gp_vma_kb(p, "Rss"));
-	EXPECT_EQ(0, check(p, CH, 2));
+	EXPECT_EQ(0, gp_check_pages(p, CH, 2));
 	EXPECT_EQ((long)(CH / 1024), gp_vma_kb(p, "Rss"));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		if (check(p, 2 * MiB, 2))
+		if (gp_check_pages(p, 2 * MiB, 2))
 			_exit(50);
 		if (madvise(p, CH, MADV_DONTNEED) || gp_vma_kb(p, "Rss") != 0)
 			_exit(51);
-		_exit(check(p, CH, 2) ? 52 : 0);
+		_exit(gp_check_pages(p, CH, 2) ? 52 : 0);
 	}
-	EXPECT_EQ(0, reap(pid));
+	EXPECT_EQ(0, gp_reap(pid));
 	EXPECT_EQ((long)(CH / 1024), gp_vma_kb(p, "Rss"));
-	EXPECT_EQ(0, check(p, CH, 2));
+	EXPECT_EQ(0, gp_check_pages(p, CH, 2));
 	unmap_free(_metadata, self->fd, p, CH, h);
 }
 

@@ -29,7 +29,6 @@
 #include "kselftest_harness.h"
 #include "pool_lib.h"
 
-#define PG	4096UL
 #define BLK	(2 * MiB)
 #define POOL	(32 * MiB)
 
@@ -39,32 +38,6 @@ GP_POOL_FIXTURE(hm, "pool_size=32M", 10000)
 	if (gp_proc_num("HugeMaps") != 1)				\
 		SKIP(return, "the module maps page by page here (HugeMaps: 0)"); \
 } while (0)
-
-/* The byte page i holds. */
-static unsigned char pat(unsigned long i)
-{
-	return (unsigned char)(i * 13 + 7);
-}
-
-static void fill(char *p, unsigned long len, unsigned long first)
-{
-	unsigned long i;
-
-	for (i = 0; i < len / PG; i++)
-		memset(p + i * PG, pat(first + i), PG);
-}
-
-/* 0 when page i of p holds pat(first + i) all through, else 1 + i. */
-static unsigned long check(const char *p, unsigned long len,
-			   unsigned long first)
-{
-	unsigned long i;
-
-	for (i = 0; i < len / PG; i++)
-		if (!gp_all_bytes(p + i * PG, PG, pat(first + i)))
-			return 1 + i;
-	return 0;
-}
 
 static long pmd_kb(const void *p)
 {
@@ -83,17 +56,6 @@ static uint64_t map_new(struct __test_metadata *_metadata, int fd,
 	*p = gp_map(fd, h, len);
 	EXPECT_NE(MAP_FAILED, *p);
 	return *p == MAP_FAILED ? 0 : h;
-}
-
-static int reap(pid_t pid)
-{
-	int status;
-
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
 }
 
 /* Wait until the pool has all of its memory back, free. */
@@ -116,13 +78,13 @@ TEST_F(hm, whole_blocks_take_one_entry_each)
 	EXPECT_EQ(0, (unsigned long)p % BLK);
 	/* Nothing is mapped before the first touch, then 2 MiB at a time. */
 	EXPECT_EQ(0, gp_vma_kb(p, "Rss"));
-	p[3 * PG] = 1;
+	p[3 * GP_PG] = 1;
 	EXPECT_EQ(2048, gp_vma_kb(p, "Rss"));
 	EXPECT_EQ(2048, pmd_kb(p));
-	p[3 * PG] = 0;
+	p[3 * GP_PG] = 0;
 	EXPECT_TRUE(gp_all_bytes(p, 8 * MiB, 0));
 	EXPECT_EQ(8192, pmd_kb(p));
-	fill(p, 8 * MiB, 0);
+	gp_fill_pages(p, 8 * MiB, 0);
 
 	/* An exported fd maps the same bytes, on 2 MiB entries too. */
 	cfd = gp_export(self->fd, h, GPUPOOL_EXPORT_CLOEXEC);
@@ -131,7 +93,7 @@ TEST_F(hm, whole_blocks_take_one_entry_each)
 	ASSERT_NE(MAP_FAILED, q);
 	close(cfd);
 	EXPECT_EQ(0, (unsigned long)q % BLK);
-	EXPECT_EQ(0, check(q, 8 * MiB, 0));
+	EXPECT_EQ(0, gp_check_pages(q, 8 * MiB, 0));
 	EXPECT_EQ(8192, pmd_kb(q));
 	q[5 * MiB] = 0x21;
 	EXPECT_EQ(0x21, p[5 * MiB]);
@@ -156,11 +118,11 @@ TEST_F(hm, partial_blocks_page_by_page)
 	EXPECT_TRUE(gp_all_bytes(p, 4 * MiB, 0));
 	EXPECT_EQ(2048, pmd_kb(p));
 	EXPECT_EQ(4096, gp_vma_kb(p, "Rss"));
-	fill(p, 4 * MiB, 3);
+	gp_fill_pages(p, 4 * MiB, 3);
 	/* Refaulted after MADV_DONTNEED: every page at its own place. */
 	EXPECT_EQ(0, madvise(p, 4 * MiB, MADV_DONTNEED));
 	EXPECT_EQ(0, gp_vma_kb(p, "Rss"));
-	EXPECT_EQ(0, check(p, 4 * MiB, 3));
+	EXPECT_EQ(0, gp_check_pages(p, 4 * MiB, 3));
 	EXPECT_EQ(2048, pmd_kb(p));
 	EXPECT_EQ(0, munmap(p, 4 * MiB));
 	EXPECT_EQ(0, gp_free(self->fd, h));
@@ -182,7 +144,7 @@ TEST_F(hm, fork_child_faults_in_blocks)
 	NEED_HUGE();
 	h = map_new(_metadata, self->fd, 4 * MiB, &p);
 	ASSERT_NE(0, h);
-	fill(p, 4 * MiB, 1);
+	gp_fill_pages(p, 4 * MiB, 1);
 	ASSERT_EQ(4096, pmd_kb(p));
 	ASSERT_EQ(0, pipe(to_child));
 	ASSERT_EQ(0, pipe(to_parent));
@@ -191,9 +153,9 @@ TEST_F(hm, fork_child_faults_in_blocks)
 	if (!pid) {
 		if (gp_vma_kb(p, "Rss") != 0)
 			_exit(10);
-		if (p[PG] != (char)pat(2) || pmd_kb(p) != 2048)
+		if (p[GP_PG] != (char)gp_page_pat(2) || pmd_kb(p) != 2048)
 			_exit(11);
-		if (check(p, 4 * MiB, 1) || pmd_kb(p) != 4096)
+		if (gp_check_pages(p, 4 * MiB, 1) || pmd_kb(p) != 4096)
 			_exit(12);
 		p[0] = 0x55;
 		p[4 * MiB - 1] = 0x66;
@@ -207,7 +169,7 @@ TEST_F(hm, fork_child_faults_in_blocks)
 	EXPECT_EQ(0x66, p[4 * MiB - 1]);
 	p[3 * MiB] = 0x44;
 	ASSERT_EQ(1, write(to_child[1], "x", 1));
-	EXPECT_EQ(0, reap(pid));
+	EXPECT_EQ(0, gp_reap(pid));
 	close(to_child[0]);
 	close(to_child[1]);
 	close(to_parent[0]);
@@ -226,7 +188,7 @@ static int child_write(char *p)
 		*(volatile char *)p = 1;
 		_exit(0);
 	}
-	return pid < 0 ? -1 : reap(pid);
+	return pid < 0 ? -1 : gp_reap(pid);
 }
 
 /*
@@ -241,36 +203,36 @@ TEST_F(hm, split_protect_move)
 	NEED_HUGE();
 	h = map_new(_metadata, self->fd, 8 * MiB, &p);
 	ASSERT_NE(0, h);
-	fill(p, 8 * MiB, 5);
+	gp_fill_pages(p, 8 * MiB, 5);
 	ASSERT_EQ(8192, pmd_kb(p));
 
 	/* Block 1 unmapped: blocks 0, 2 and 3 keep their entries. */
 	ASSERT_EQ(0, munmap(p + BLK, BLK));
 	EXPECT_EQ(2048, pmd_kb(p));
 	EXPECT_EQ(4096, pmd_kb(p + 2 * BLK));
-	EXPECT_EQ(0, check(p, BLK, 5));
-	EXPECT_EQ(0, check(p + 2 * BLK, 2 * BLK, 5 + 2 * 512));
+	EXPECT_EQ(0, gp_check_pages(p, BLK, 5));
+	EXPECT_EQ(0, gp_check_pages(p + 2 * BLK, 2 * BLK, 5 + 2 * 512));
 
 	/* Block 2 read-only: readable, a write is a SIGSEGV. */
 	ASSERT_EQ(0, mprotect(p + 2 * BLK, BLK, PROT_READ));
 	EXPECT_EQ(128 + SIGSEGV, child_write(p + 2 * BLK + 5));
-	EXPECT_EQ(0, check(p + 2 * BLK, BLK, 5 + 2 * 512));
+	EXPECT_EQ(0, gp_check_pages(p + 2 * BLK, BLK, 5 + 2 * 512));
 	EXPECT_EQ(0, child_write(p + 3 * BLK));
 
 	/* One page of block 3 read-only: its entry splits, bytes stay. */
-	ASSERT_EQ(0, mprotect(p + 3 * BLK + 7 * PG, PG, PROT_READ));
-	EXPECT_EQ(128 + SIGSEGV, child_write(p + 3 * BLK + 7 * PG));
-	EXPECT_EQ(0, child_write(p + 3 * BLK + 8 * PG));
+	ASSERT_EQ(0, mprotect(p + 3 * BLK + 7 * GP_PG, GP_PG, PROT_READ));
+	EXPECT_EQ(128 + SIGSEGV, child_write(p + 3 * BLK + 7 * GP_PG));
+	EXPECT_EQ(0, child_write(p + 3 * BLK + 8 * GP_PG));
 	/* The children's writes went to the chunk: put the pattern back. */
-	p[3 * BLK] = (char)pat(5 + 3 * 512);
-	p[3 * BLK + 8 * PG] = (char)pat(5 + 3 * 512 + 8);
-	EXPECT_EQ(0, check(p + 3 * BLK, BLK, 5 + 3 * 512));
+	p[3 * BLK] = (char)gp_page_pat(5 + 3 * 512);
+	p[3 * BLK + 8 * GP_PG] = (char)gp_page_pat(5 + 3 * 512 + 8);
+	EXPECT_EQ(0, gp_check_pages(p + 3 * BLK, BLK, 5 + 3 * 512));
 	EXPECT_EQ(0, pmd_kb(p + 3 * BLK));
 
 	/* One page of block 0 unmapped: the rest of it stays. */
-	ASSERT_EQ(0, munmap(p + 100 * PG, PG));
-	EXPECT_EQ(0, check(p, 100 * PG, 5));
-	EXPECT_EQ(0, check(p + 101 * PG, BLK - 101 * PG, 5 + 101));
+	ASSERT_EQ(0, munmap(p + 100 * GP_PG, GP_PG));
+	EXPECT_EQ(0, gp_check_pages(p, 100 * GP_PG, 5));
+	EXPECT_EQ(0, gp_check_pages(p + 101 * GP_PG, BLK - 101 * GP_PG, 5 + 101));
 
 	/* Block 2 moved: the same bytes, mapped whole again at a 2 MiB
 	 * boundary once touched.
@@ -278,7 +240,7 @@ TEST_F(hm, split_protect_move)
 	q = mremap(p + 2 * BLK, BLK, BLK, MREMAP_MAYMOVE | MREMAP_FIXED,
 		   p + BLK);
 	ASSERT_EQ(p + BLK, q);
-	EXPECT_EQ(0, check(q, BLK, 5 + 2 * 512));
+	EXPECT_EQ(0, gp_check_pages(q, BLK, 5 + 2 * 512));
 	EXPECT_EQ(2048, pmd_kb(q));
 	EXPECT_EQ(128 + SIGSEGV, child_write(q));
 
@@ -296,10 +258,10 @@ TEST_F(hm, nohugepage_maps_page_by_page)
 	h = map_new(_metadata, self->fd, 4 * MiB, &p);
 	ASSERT_NE(0, h);
 	ASSERT_EQ(0, madvise(p, 4 * MiB, MADV_NOHUGEPAGE));
-	fill(p, 4 * MiB, 9);
+	gp_fill_pages(p, 4 * MiB, 9);
 	EXPECT_EQ(0, pmd_kb(p));
 	EXPECT_EQ(4096, gp_vma_kb(p, "Rss"));
-	EXPECT_EQ(0, check(p, 4 * MiB, 9));
+	EXPECT_EQ(0, gp_check_pages(p, 4 * MiB, 9));
 	EXPECT_EQ(0, munmap(p, 4 * MiB));
 	EXPECT_EQ(0, gp_free(self->fd, h));
 	pool_whole(_metadata);
@@ -320,13 +282,13 @@ TEST_F(hm, direct_io_through_entries)
 	b = map_new(_metadata, self->fd, BLK, &q);
 	ASSERT_NE(0, a);
 	ASSERT_NE(0, b);
-	fill(p, BLK, 17);
+	gp_fill_pages(p, BLK, 17);
 	EXPECT_EQ(2048, pmd_kb(p));
 	EXPECT_EQ((ssize_t)BLK, pwrite(dev, p, BLK, 0));
 	EXPECT_EQ(0, pmd_kb(q));
 	EXPECT_EQ((ssize_t)BLK, pread(dev, q, BLK, 0));
 	EXPECT_EQ(2048, pmd_kb(q));
-	EXPECT_EQ(0, check(q, BLK, 17));
+	EXPECT_EQ(0, gp_check_pages(q, BLK, 17));
 	close(dev);
 	EXPECT_EQ(0, munmap(p, BLK));
 	EXPECT_EQ(0, munmap(q, BLK));
@@ -351,7 +313,7 @@ TEST_F(hm, vmsplice_holds_a_mapped_block)
 	NEED_HUGE();
 	h = map_new(_metadata, self->fd, BLK, &p);
 	ASSERT_NE(0, h);
-	fill(p, BLK, 21);
+	gp_fill_pages(p, BLK, 21);
 	ASSERT_EQ(2048, pmd_kb(p));
 	ASSERT_EQ(0, pipe(pfd));
 	iov.iov_base = p + BLK / 2;
@@ -362,7 +324,7 @@ TEST_F(hm, vmsplice_holds_a_mapped_block)
 	ASSERT_EQ(0, gp_wait_quiet(10000, 0));
 	EXPECT_EQ(BLK, gp_pool().quarantined);
 	ASSERT_EQ((ssize_t)sizeof(buf), read(pfd[0], buf, sizeof(buf)));
-	EXPECT_EQ(0, check((char *)buf, sizeof(buf), 21 + 256));
+	EXPECT_EQ(0, gp_check_pages((char *)buf, sizeof(buf), 21 + 256));
 	close(pfd[0]);
 	close(pfd[1]);
 	pool_whole(_metadata);

@@ -309,21 +309,63 @@ static inline int gp_all_bytes(const void *p, size_t len, unsigned char c)
 	return 1;
 }
 
+/* Wait for child pid: its exit status, 128 + the signal that ended it, or
+ * -errno.
+ */
+static inline int gp_reap(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
 /* Fork a child running fn(arg); its exit status (or 128 + signal). */
 static inline int gp_run_child(int (*fn)(void *), void *arg)
 {
-	int status;
 	pid_t pid = fork();
 
 	if (pid < 0)
 		return -errno;
 	if (!pid)
 		_exit(fn(arg));
-	if (waitpid(pid, &status, 0) != pid)
-		return -errno;
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
+	return gp_reap(pid);
+}
+
+/*
+ * A range filled page by page: page i of it holds gp_page_pat(first + i)
+ * in every byte, so that a page mapped at the wrong place shows.
+ */
+#define GP_PG	4096UL
+
+static inline unsigned char gp_page_pat(unsigned long i)
+{
+	return (unsigned char)(i * 7 + 1);
+}
+
+static inline void gp_fill_pages(char *p, unsigned long len,
+				 unsigned long first)
+{
+	unsigned long i;
+
+	for (i = 0; i < len / GP_PG; i++)
+		memset(p + i * GP_PG, gp_page_pat(first + i), GP_PG);
+}
+
+/* 0 when every page i of p holds gp_page_pat(first + i), else 1 + i. */
+static inline unsigned long gp_check_pages(const char *p, unsigned long len,
+					   unsigned long first)
+{
+	unsigned long i;
+
+	for (i = 0; i < len / GP_PG; i++)
+		if (!gp_all_bytes(p + i * GP_PG, GP_PG,
+				  gp_page_pat(first + i)))
+			return 1 + i;
+	return 0;
 }
 
 /*

@@ -35,12 +35,44 @@ static int proc_map(char *map)
 	return 0;
 }
 
+/*
+ * The len bytes at p, chunk h's mapping, into a new pipe pfd (vmsplice:
+ * the pipe holds the pages), then the chunk unmapped and freed.
+ */
+static void splice_and_free(struct __test_metadata *_metadata, int fd,
+			    uint64_t h, char *p, size_t len, int pfd[2])
+{
+	struct iovec iov = { p, len };
+
+	ASSERT_EQ(0, pipe(pfd));
+	ASSERT_EQ((ssize_t)len, vmsplice(pfd[1], &iov, 1, 0));
+	ASSERT_EQ(0, munmap(p, len));
+	ASSERT_EQ(0, gp_free(fd, h));
+}
+
+/*
+ * A test's end, its pool whole again: chunk h (all of it, size bytes)
+ * reads as zeros; the pipe, the device and the module go.
+ */
+static void end_zeroed(struct __test_metadata *_metadata, int fd,
+		       uint64_t h, uint64_t size, int pfd[2])
+{
+	char *p = gp_map(fd, h, size);
+
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_TRUE(gp_all_bytes(p, size, 0));
+	munmap(p, size);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(fd);
+	EXPECT_EQ(0, gp_unload_wait(5000));
+}
+
 TEST(vmsplice_holds_pages)
 {
 	struct gpupool_pool_stats s;
 	unsigned char buf[CH];
 	char map[65];
-	struct iovec iov;
 	int fd, pfd[2], i;
 	uint64_t h;
 	char *p;
@@ -56,13 +88,7 @@ TEST(vmsplice_holds_pages)
 	for (i = 0; i < (int)CH; i++)
 		p[i] = (char)(i * 5 + 3);
 
-	ASSERT_EQ(0, pipe(pfd));
-	iov.iov_base = p;
-	iov.iov_len = CH;
-	ASSERT_EQ((ssize_t)CH, vmsplice(pfd[1], &iov, 1, 0));
-
-	ASSERT_EQ(0, munmap(p, CH));
-	ASSERT_EQ(0, gp_free(fd, h));
+	splice_and_free(_metadata, fd, h, p, CH, pfd);
 	for (i = 0; i < 400 && gp_pool().zeroing; i++)
 		usleep(5000);
 	s = gp_pool();
@@ -105,14 +131,7 @@ TEST(vmsplice_holds_pages)
 	 */
 	ASSERT_EQ(0, proc_map(map));
 	EXPECT_EQ(NULL, strpbrk(map, "qz. ")) TH_LOG("map '%s'", map);
-	p = gp_map(fd, h, 2 * MiB);
-	ASSERT_NE(MAP_FAILED, p);
-	EXPECT_TRUE(gp_all_bytes(p, 2 * MiB, 0));
-	munmap(p, 2 * MiB);
-	close(pfd[0]);
-	close(pfd[1]);
-	close(fd);
-	EXPECT_EQ(0, gp_unload_wait(5000));
+	end_zeroed(_metadata, fd, h, 2 * MiB, pfd);
 }
 
 /*
@@ -123,7 +142,6 @@ TEST(held_page_holds_its_block)
 {
 	struct gpupool_pool_stats s;
 	unsigned char buf[CH];
-	struct iovec iov;
 	int fd, pfd[2], i;
 	uint64_t h, n;
 	char *p;
@@ -143,12 +161,7 @@ TEST(held_page_holds_its_block)
 	p = gp_map(fd, h, CH);
 	ASSERT_NE(MAP_FAILED, p);
 	memset(p, 0x5a, CH);
-	ASSERT_EQ(0, pipe(pfd));
-	iov.iov_base = p;
-	iov.iov_len = CH;
-	ASSERT_EQ((ssize_t)CH, vmsplice(pfd[1], &iov, 1, 0));
-	ASSERT_EQ(0, munmap(p, CH));
-	ASSERT_EQ(0, gp_free(fd, h));
+	splice_and_free(_metadata, fd, h, p, CH, pfd);
 	ASSERT_EQ(0, gp_free(fd, n));
 	for (i = 0; i < 400 && gp_pool().zeroing; i++)
 		usleep(5000);
@@ -169,14 +182,7 @@ TEST(held_page_holds_its_block)
 	EXPECT_EQ(4 * MiB, gp_pool().free);
 	h = gp_alloc(fd, 4 * MiB);
 	ASSERT_NE(0, h);
-	p = gp_map(fd, h, 4 * MiB);
-	ASSERT_NE(MAP_FAILED, p);
-	EXPECT_TRUE(gp_all_bytes(p, 4 * MiB, 0));
-	munmap(p, 4 * MiB);
-	close(pfd[0]);
-	close(pfd[1]);
-	close(fd);
-	EXPECT_EQ(0, gp_unload_wait(5000));
+	end_zeroed(_metadata, fd, h, 4 * MiB, pfd);
 }
 
 /* Unload while a chunk is still held by a pipe: the module goes, the page
