@@ -24,7 +24,10 @@
 #include "kselftest_harness.h"
 #include "pool_lib.h"
 
-#define CH	(256 * KiB)
+/* One whole 2 MiB block: where the module maps such blocks with 2 MiB
+ * entries (huge_maps), registering it pins it through one.
+ */
+#define CH	(2 * MiB)
 
 struct ring {
 	int fd;
