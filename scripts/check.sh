@@ -291,10 +291,11 @@ slurm_block() {
 # test lands in part 2 without anyone naming it).  A third, part lib, runs
 # the library's suites that reach the pages on the kernel backend there,
 # where chunks are mapped with 2 MiB entries (huge_maps): registration
-# through the CUDA double, O_DIRECT and io_uring fixed buffers, fork and
-# sharing (the whole library suite runs on the stock kernels' lib blocks).
+# through the CUDA double, O_DIRECT and io_uring fixed buffers, sharing
+# (the whole library suite runs on the stock kernels' lib blocks; fork on
+# 2 MiB entries is the VM suite's huge_maps).
 debug_heavy="fault_inject,load_many,cgroup_churn,bfc_selftest,ctl_output,attacks"
-debug_lib="host_alloc,host_fork,read_file,share_fork"
+debug_lib="host_alloc,read_file,share_fork"
 debug_block() {
 	part=$1
 	step "the debug kernel, part $part: KASAN, lockdep, DEBUG_VM, kmemleak, UBSAN, fault injection, dmem"
