@@ -84,10 +84,19 @@ static inline bool gp_pmd_maps(void)
 }
 
 /* The block's order-9 folio, or NULL when its pages are order 0. */
+#if GP_PMD_MAPS
 static inline struct folio *gp_block_folio(const struct gp_block *b)
 {
-	return gp_pmd_maps() && b->head ? page_folio(b->head) : NULL;
+	return gp_huge_maps && b->head ? page_folio(b->head) : NULL;
 }
+#else
+/* Always split here (and no page_folio() before 5.16). */
+struct folio;
+static inline struct folio *gp_block_folio(const struct gp_block *b)
+{
+	return NULL;
+}
+#endif
 
 /* Counters of one sub-pool; all under gp_node.stat_lock. */
 struct gp_counters {

@@ -378,6 +378,7 @@ void gp_pool_release_chunk(struct gp_chunk *c)
  *    now).
  * "Held, for now" costs a recheck in GP_QUARANTINE_RECHECK.
  */
+#if GP_PMD_MAPS
 static bool gp_folio_held_elsewhere(struct gp_node *n, struct folio *folio)
 {
 	int refs, maps;
@@ -392,6 +393,13 @@ static bool gp_folio_held_elsewhere(struct gp_node *n, struct folio *folio)
 	up_write(&n->map_lock);
 	return refs != 1 + maps;
 }
+#else
+/* No folio blocks here (gp_block_folio()): never called. */
+static bool gp_folio_held_elsewhere(struct gp_node *n, struct folio *folio)
+{
+	return true;
+}
+#endif
 
 /*
  * Does anyone but the pool hold a page of c (a GUP pin, a stray get_page)?

@@ -36,16 +36,15 @@
 
 static void gp_block_free(struct gp_block *b)
 {
-	struct folio *folio = gp_block_folio(b);
 	unsigned long i;
 
 	/*
 	 * put_page(), not __free_page(): a page someone still pins (a chunk
 	 * quarantined at unload) is freed when they unpin it.  A folio has
-	 * one reference of ours for all its pages.
+	 * one reference of ours for all its pages, its head's.
 	 */
-	if (folio)
-		folio_put(folio);
+	if (gp_block_folio(b))
+		put_page(b->head);
 	else
 		for (i = 0; i < GP_BLOCK_PAGES; i++)
 			put_page(b->head ? b->head + i : b->pages[i]);
