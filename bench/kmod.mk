@@ -5,7 +5,7 @@
 # (default 1280M, room for the 1 GiB ALLOC) and unloads it.
 #
 #   make -f bench/kmod.mk                  build $(O)/bench/kmod/kmod_bench
-#   make -f bench/kmod.mk run KVER=<rel>   build, boot the VM (3 GiB) and run it
+#   make -f bench/kmod.mk run KVER=<rel>   build, boot the VM (4 GiB) and run it
 #   make -f bench/kmod.mk run-dmem         section 5 on the dmem kernel
 #   make -f bench/kmod.mk run-pmd          section 6 with 2 MiB entries
 #
@@ -49,28 +49,47 @@ KMOD_FORK_BASE_REV ?= f491bea904c3773e7324fbe150b7fe07291232c9
 # A baseline module: its sources (kmod, core, include, Kbuild) from git at
 # revision $(1), built with that revision's own scripts/build-module.sh,
 # for kernel $(2) (a release, or a build tree's release with $(3) the
-# tree).  A directory per revision: git archive gives the files their
-# commit's time, so objects built from another revision could look newer
-# than them.  The sources are taken afresh each time (a few files); kbuild
-# then rebuilds only what changed.
-base_dir = $(O)/bench/kmod-baseline/$(1)
-base_ko = $(call base_dir,$(1))/$(2)/gpupool.ko
+# tree).  With $(4), a module name, it is built under that name (its .ko,
+# /dev and /proc entries, and its tracepoints' system), so that it loads
+# beside gpupool: section 5 compares the two side by side.  The renaming
+# edits three lines of the revision's sources and fails, saying which,
+# where one of them is not as expected.  A directory per revision: git
+# archive gives the files their commit's time, so objects built from
+# another revision could look newer than them.  The sources are taken
+# afresh each time (a few files); kbuild then rebuilds only what changed.
+base_dir = $(O)/bench/kmod-baseline/$(1)$(if $(2),-$(2))
+base_ko = $(call base_dir,$(1),$(3))/$(2)/$(or $(3),gpupool).ko
 have_rev = $(if $(1),$(shell git -C $(TOP) cat-file -e $(1)^{commit} \
 	2>/dev/null && echo 1))
+# Section 5's baseline goes by this name.
+CG_BASE_NAME := gpupoolb
+define rename_base
+	cd $(1) && \
+	sed -i 's/^obj-m := gpupool\.o$$/obj-m := $(2).o/; s/^gpupool-y /$(2)-y /' Kbuild && \
+	sed -i 's/^\(#define GPUPOOL_NAME\t\)"gpupool"$$/\1"$(2)"/' kmod/gpupool.h && \
+	sed -i 's/^#define TRACE_SYSTEM gpupool$$/#define TRACE_SYSTEM $(2)/' kmod/gpupool_trace.h && \
+	{ grep -q '^obj-m := $(2)\.o$$' Kbuild && ! grep -q '^gpupool-y ' Kbuild || \
+		{ echo "kmod bench: cannot rename the baseline: Kbuild's obj-m"; exit 1; }; } && \
+	{ grep -q '^#define GPUPOOL_NAME.*"$(2)"$$' kmod/gpupool.h || \
+		{ echo "kmod bench: cannot rename the baseline: GPUPOOL_NAME"; exit 1; }; } && \
+	{ grep -q '^#define TRACE_SYSTEM $(2)$$' kmod/gpupool_trace.h || \
+		{ echo "kmod bench: cannot rename the baseline: TRACE_SYSTEM"; exit 1; }; }
+endef
 define build_base
 	@if [ "$(call have_rev,$(1))" = 1 ]; then \
-		rm -rf $(call base_dir,$(1))/src && \
-		mkdir -p $(call base_dir,$(1))/src && \
+		src=$(call base_dir,$(1),$(4))/src && \
+		rm -rf $$src && mkdir -p $$src && \
 		git -C $(TOP) archive --format=tar $(1) kmod core include \
 			Kbuild VERSION scripts/build-module.sh | \
-			tar -x -C $(call base_dir,$(1))/src && \
-		$(call base_dir,$(1))/src/scripts/build-module.sh $(2) \
-			$(call base_dir,$(1))/$(2) $(3); \
+			tar -x -C $$src && \
+		$(if $(4),( $(call rename_base,$$src,$(4)) ) &&) \
+		$$src/scripts/build-module.sh $(2) \
+			$(call base_dir,$(1),$(4))/$(2) $(3); \
 	else \
 		echo "kmod bench: no baseline module (revision '$(1)' not in git here): its section is not compared"; \
 	fi
 endef
-base_env = $(if $(call have_rev,$(2)),--env $(1)=$(call base_ko,$(2),$(3)))
+base_env = $(if $(call have_rev,$(2)),--env $(1)=$(call base_ko,$(2),$(3),$(4)))
 
 .PHONY: all run run-dmem run-pmd debug-base baseline
 all: $(KB_DIR)/kmod_bench
@@ -81,7 +100,7 @@ $(KB_DIR)/kmod_bench: $(TOP)/bench/kmod_bench.c $(TOP)/include/uapi/linux/gpupoo
 
 baseline:
 	$(call build_base,$(KMOD_BASE_REV),$(KVER))
-	$(call build_base,$(KMOD_CG_BASE_REV),$(KVER))
+	$(call build_base,$(KMOD_CG_BASE_REV),$(KVER),,$(CG_BASE_NAME))
 	$(call build_base,$(KMOD_FORK_BASE_REV),$(KVER))
 
 BENCH_ENV = $(foreach v,KMOD_BENCH_SECTIONS KMOD_BENCH_ALLOC_REPS \
@@ -94,9 +113,9 @@ run: $(KB_DIR)/kmod_bench baseline
 	$(TOP)/vm/run-vm.sh --kernel $(KVER) --name kmod-bench-$(KVER) \
 		--ko $(O)/kmod/$(KVER)/gpupool.ko --tests $(KB_DIR) \
 		$(call base_env,KMOD_BENCH_BASE_KO,$(KMOD_BASE_REV),$(KVER)) \
-		$(call base_env,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(KVER)) \
+		$(call base_env,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(KVER),$(CG_BASE_NAME)) \
 		$(call base_env,KMOD_BENCH_FORK_BASE_KO,$(KMOD_FORK_BASE_REV),$(KVER)) \
-		$(BENCH_ENV) --mem 3G --test-timeout 1800 --timeout 2000
+		$(BENCH_ENV) --mem 4G --test-timeout 1800 --timeout 2000
 
 # Sections on the debug kernel of `make check` (7.2, with CONFIG_CGROUP_DMEM
 # and transparent huge pages; scripts/debug-kernel.sh builds it or finds it
@@ -108,26 +127,27 @@ run: $(KB_DIR)/kmod_bench baseline
 # modules alike; compare the ratios only.
 DMEM_KBUILD = $(shell $(TOP)/scripts/debug-kernel.sh 2>/dev/null)
 # $(1): the run's name, $(2): the section, $(3): the variable naming the
-# baseline module to the program, $(4): the baseline's revision.
+# baseline module to the program, $(4): the baseline's revision, $(5): the
+# name it is built under (none: gpupool).
 define debug_run
 	@kb='$(DMEM_KBUILD)'; [ -n "$$kb" ] || { \
 		echo "kmod bench: no debug kernel (scripts/debug-kernel.sh failed)"; exit 1; }; \
 	rel=$$(cat $$kb/include/config/kernel.release) && \
 	$(TOP)/scripts/build-module.sh $$rel $(O)/kmod/dmem-$$rel $$kb >/dev/null && \
 	$(MAKE) --no-print-directory -f $(TOP)/bench/kmod.mk O=$(O) TOP=$(TOP) \
-		debug-base BASE_REV=$(4) KVER=$$rel DMEM_KB=$$kb && \
+		debug-base BASE_REV=$(4) BASE_NAME=$(5) KVER=$$rel DMEM_KB=$$kb && \
 	$(TOP)/vm/run-vm.sh --kernel $$kb/arch/x86/boot/bzImage --kbuild $$kb \
 		--no-pvh --name kmod-bench-$(1) --ko $(O)/kmod/dmem-$$rel/gpupool.ko \
 		--tests $(KB_DIR) --env KMOD_BENCH_SECTIONS=$(2) \
-		--env $(3)=$(call base_dir,$(4))/$$rel/gpupool.ko \
-		$(BENCH_ENV) --mem 3G --test-timeout 1800 --timeout 2000
+		--env $(3)=$(call base_ko,$(4),$$rel,$(5)) \
+		$(BENCH_ENV) --mem 4G --test-timeout 1800 --timeout 2000
 endef
 
 run-dmem: $(KB_DIR)/kmod_bench
-	$(call debug_run,dmem,5,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV))
+	$(call debug_run,dmem,5,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(CG_BASE_NAME))
 
 run-pmd: $(KB_DIR)/kmod_bench
 	$(call debug_run,pmd,6,KMOD_BENCH_FORK_BASE_KO,$(KMOD_FORK_BASE_REV))
 
 debug-base:
-	$(call build_base,$(BASE_REV),$(KVER),$(DMEM_KB))
+	$(call build_base,$(BASE_REV),$(KVER),$(DMEM_KB),$(BASE_NAME))
