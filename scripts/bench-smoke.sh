@@ -25,6 +25,13 @@ rc=$?
 [ $rc -eq 0 ] || cat "$out"
 ok $rc "the host benchmarks build (bfc_bench, gen_trace, derive_trace, lib_bench, io_bench, loader_bench)"
 
+# The module's benchmark runs only in a VM (make -C bench kmod, by hand):
+# here it must at least build.
+make -s -f "$top/bench/kmod.mk" O="$O" TOP="$top" > "$out.kmod" 2>&1
+rc_kmod=$?
+[ $rc_kmod -eq 0 ] || cat "$out.kmod"
+ok $rc_kmod "the module benchmark builds (bench/kmod.mk: kmod_bench)"
+
 if [ $rc -eq 0 ]; then
 	BENCH_QUICK=1 make -s -C "$top/bench" O="$O" TOP="$top" bfc \
 		> "$out" 2>&1
