@@ -11,7 +11,7 @@
 #
 # or by hand:
 #   vm/run-vm.sh --kernel <rel> --ko build/kmod/<rel>/gpupool.ko \
-#       --tests build/bench/kmod --mem 3G --test-timeout 900 --timeout 1000
+#       --tests build/bench/kmod --mem 4G --test-timeout 900 --timeout 1000
 # The figures are in the streamed output and in build/vm/<rel>/tests.log.
 # Under TCG every figure is slow; compare the ratios, not the times.
 #
