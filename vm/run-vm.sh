@@ -229,13 +229,26 @@ qemu=(qemu-system-x86_64 -machine q35 -accel tcg,thread=single -cpu max -smp "$s
 	-no-reboot -kernel "$boot" -initrd "$initramfs"
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$scratch,mount_tag=scratch,security_model=none,multidevs=remap")
+# The guest's RAM is allocated and touched on the host before the guest
+# runs (prealloc=on).  On a host that is itself a VM with free page
+# reporting (virtio-balloon, as here), the first touch of host memory
+# faults to the outer hypervisor: 8 GiB took 29 s here on a first touch,
+# 2.3 s on the next, and far longer when the outer host is busy.  Taken
+# while the guest ran, that time stopped its one TCG thread inside
+# whatever the guest was doing: the reserve test's worker, zeroing the
+# pages it took, was blamed for soft lockups of 26 s and of 67 s.  Before
+# boot, the guest's clock does not see it.  It costs about 2 s a GiB at
+# boot here, much of which the guest would pay later anyway.
+ram="memory-backend-ram,prealloc=on,prealloc-threads=2"
 if [ $numa = 1 ]; then
 	half=$((mem_mb / 2))
 	c0=$((smp / 2))
-	qemu+=(-object "memory-backend-ram,id=mem0,size=${half}M"
-		-object "memory-backend-ram,id=mem1,size=$((mem_mb - half))M"
+	qemu+=(-object "$ram,id=mem0,size=${half}M"
+		-object "$ram,id=mem1,size=$((mem_mb - half))M"
 		-numa "node,nodeid=0,cpus=0-$((c0 - 1)),memdev=mem0"
 		-numa "node,nodeid=1,cpus=$c0-$((smp - 1)),memdev=mem1")
+else
+	qemu+=(-object "$ram,id=mem0,size=${mem_mb}M" -machine memory-backend=mem0)
 fi
 
 # printk.devkmsg=on: never rate-limit our /dev/kmsg markers.
@@ -256,12 +269,11 @@ cmdline+=" tsc=reliable"
 # --timeout kills the VM.
 cmdline+=" sysctl.kernel.hung_task_timeout_secs=60"
 # The soft-lockup detector at 60 s instead of 20 (twice watchdog_thresh):
-# a VM's vCPUs share one host thread (thread=single), which a busy host
-# (another VM, a DKMS build beside it) can leave unscheduled for tens of
-# seconds; the detector then blamed whatever kernel code the vCPU was in
-# (6.12: a reservation worker in clear_page_erms, 26 s, during the
-# packages' check).  A real lockup, code that never reschedules, is
-# still reported.
+# a VM's vCPUs share one host thread (thread=single), and whatever stops
+# that thread (a busy host; the host's own faults, see prealloc above)
+# stops the guest's code while its clock runs on; the detector then blames
+# whatever kernel code the vCPU was in.  A real lockup, code that never
+# reschedules, is still reported.
 cmdline+=" watchdog_thresh=30"
 # Last, so that an extra "quiet" cannot hide splats or our markers from the
 # console log the verdict is drawn from.
