@@ -19,8 +19,11 @@
 # and KMOD_FORK_BASE_REV, below) from git for the same kernel and hands
 # them to the program as $KMOD_BENCH_BASE_KO, $KMOD_BENCH_CG_BASE_KO and
 # $KMOD_BENCH_FORK_BASE_KO: sections 2b, 5 and 6 load each in turn with
-# this module in the same VM boot.  An empty revision skips its
-# comparison; so does a tree without git history.  KMOD_BENCH_SECTIONS,
+# this module in the same VM boot; section 5 also gets this module built
+# as gpupoolb.ko and its baseline as gpupool.ko ($KMOD_BENCH_CG_SWAP_KO,
+# $KMOD_BENCH_CG_SWAP_BASE_KO), to swap their names for half of its
+# rounds.  An empty revision skips its comparison; so does a tree without
+# git history.  KMOD_BENCH_SECTIONS,
 # KMOD_BENCH_ALLOC_REPS, KMOD_BENCH_BASE_ROUNDS, KMOD_BENCH_BASE_REPS,
 # KMOD_BENCH_CG_PARAMS and KMOD_BENCH_FORK_ROUNDS, set here, reach the
 # program in the VM (bench/kmod_bench.c says what they do).
@@ -75,23 +78,38 @@ define rename_base
 	{ grep -q '^#define TRACE_SYSTEM $(2)$$' kmod/gpupool_trace.h || \
 		{ echo "kmod bench: cannot rename the baseline: TRACE_SYSTEM"; exit 1; }; }
 endef
+# Build a module from the sources that command $(1) writes to stdout as a
+# tar of kmod core include Kbuild VERSION scripts/build-module.sh, into
+# directory $(2) for kernel $(3) (build tree $(4)), under name $(5).
+define build_mod
+	src=$(2)/src && rm -rf $$src && mkdir -p $$src && \
+	$(1) | tar -x -C $$src && \
+	$(if $(5),( $(call rename_base,$$src,$(5)) ) &&) \
+	$$src/scripts/build-module.sh $(3) $(2)/$(3) $(4)
+endef
+MOD_FILES := kmod core include Kbuild VERSION scripts/build-module.sh
 define build_base
 	@if [ "$(call have_rev,$(1))" = 1 ]; then \
-		src=$(call base_dir,$(1),$(4))/src && \
-		rm -rf $$src && mkdir -p $$src && \
-		git -C $(TOP) archive --format=tar $(1) kmod core include \
-			Kbuild VERSION scripts/build-module.sh | \
-			tar -x -C $$src && \
-		$(if $(4),( $(call rename_base,$$src,$(4)) ) &&) \
-		$$src/scripts/build-module.sh $(2) \
-			$(call base_dir,$(1),$(4))/$(2) $(3); \
+		$(call build_mod,git -C $(TOP) archive --format=tar $(1) $(MOD_FILES),$(call base_dir,$(1),$(4)),$(2),$(3),$(4)); \
 	else \
 		echo "kmod bench: no baseline module (revision '$(1)' not in git here): its section is not compared"; \
 	fi
 endef
+# This module as it is in the tree, built under name $(3) for kernel $(1)
+# (build tree $(2)): section 5 swaps the two modules' names for half of
+# its rounds (bench/kmod_bench.c, struct cg_pair).
+renamed_dir = $(O)/bench/kmod-renamed/$(1)
+renamed_ko = $(call renamed_dir,$(2))/$(1)/$(2).ko
+define build_renamed
+	@$(call build_mod,tar -C $(TOP) -c $(MOD_FILES),$(call renamed_dir,$(3)),$(1),$(2),$(3))
+endef
 base_env = $(if $(call have_rev,$(2)),--env $(1)=$(call base_ko,$(2),$(3),$(4)))
+# Section 5's modules under each other's names, for kernel $(1).
+swap_env = $(if $(call have_rev,$(KMOD_CG_BASE_REV)),\
+	--env KMOD_BENCH_CG_SWAP_KO=$(call renamed_ko,$(1),$(CG_BASE_NAME)) \
+	--env KMOD_BENCH_CG_SWAP_BASE_KO=$(call base_ko,$(KMOD_CG_BASE_REV),$(1)))
 
-.PHONY: all run run-dmem run-pmd debug-base baseline
+.PHONY: all run run-dmem run-pmd debug-base debug-renamed baseline
 all: $(KB_DIR)/kmod_bench
 
 $(KB_DIR)/kmod_bench: $(TOP)/bench/kmod_bench.c $(TOP)/include/uapi/linux/gpupool.h
@@ -101,6 +119,8 @@ $(KB_DIR)/kmod_bench: $(TOP)/bench/kmod_bench.c $(TOP)/include/uapi/linux/gpupoo
 baseline:
 	$(call build_base,$(KMOD_BASE_REV),$(KVER))
 	$(call build_base,$(KMOD_CG_BASE_REV),$(KVER),,$(CG_BASE_NAME))
+	$(call build_base,$(KMOD_CG_BASE_REV),$(KVER))
+	$(call build_renamed,$(KVER),,$(CG_BASE_NAME))
 	$(call build_base,$(KMOD_FORK_BASE_REV),$(KVER))
 
 BENCH_ENV = $(foreach v,KMOD_BENCH_SECTIONS KMOD_BENCH_ALLOC_REPS \
@@ -114,6 +134,7 @@ run: $(KB_DIR)/kmod_bench baseline
 		--ko $(O)/kmod/$(KVER)/gpupool.ko --tests $(KB_DIR) \
 		$(call base_env,KMOD_BENCH_BASE_KO,$(KMOD_BASE_REV),$(KVER)) \
 		$(call base_env,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(KVER),$(CG_BASE_NAME)) \
+		$(call swap_env,$(KVER)) \
 		$(call base_env,KMOD_BENCH_FORK_BASE_KO,$(KMOD_FORK_BASE_REV),$(KVER)) \
 		$(BENCH_ENV) --mem 4G --test-timeout 1800 --timeout 2000
 
@@ -128,7 +149,8 @@ run: $(KB_DIR)/kmod_bench baseline
 DMEM_KBUILD = $(shell $(TOP)/scripts/debug-kernel.sh 2>/dev/null)
 # $(1): the run's name, $(2): the section, $(3): the variable naming the
 # baseline module to the program, $(4): the baseline's revision, $(5): the
-# name it is built under (none: gpupool).
+# name it is built under (none: gpupool); with $(6) (section 5), also the
+# two modules under each other's names.
 define debug_run
 	@kb='$(DMEM_KBUILD)'; [ -n "$$kb" ] || { \
 		echo "kmod bench: no debug kernel (scripts/debug-kernel.sh failed)"; exit 1; }; \
@@ -136,18 +158,28 @@ define debug_run
 	$(TOP)/scripts/build-module.sh $$rel $(O)/kmod/dmem-$$rel $$kb >/dev/null && \
 	$(MAKE) --no-print-directory -f $(TOP)/bench/kmod.mk O=$(O) TOP=$(TOP) \
 		debug-base BASE_REV=$(4) BASE_NAME=$(5) KVER=$$rel DMEM_KB=$$kb && \
+	$(if $(6),$(MAKE) --no-print-directory -f $(TOP)/bench/kmod.mk O=$(O) \
+		TOP=$(TOP) debug-base BASE_REV=$(4) BASE_NAME= KVER=$$rel \
+		DMEM_KB=$$kb && \
+	$(MAKE) --no-print-directory -f $(TOP)/bench/kmod.mk O=$(O) \
+		TOP=$(TOP) debug-renamed KVER=$$rel DMEM_KB=$$kb &&) \
 	$(TOP)/vm/run-vm.sh --kernel $$kb/arch/x86/boot/bzImage --kbuild $$kb \
 		--no-pvh --name kmod-bench-$(1) --ko $(O)/kmod/dmem-$$rel/gpupool.ko \
 		--tests $(KB_DIR) --env KMOD_BENCH_SECTIONS=$(2) \
 		--env $(3)=$(call base_ko,$(4),$$rel,$(5)) \
+		$(if $(6),--env KMOD_BENCH_CG_SWAP_KO=$(call renamed_ko,$$rel,$(CG_BASE_NAME)) \
+		--env KMOD_BENCH_CG_SWAP_BASE_KO=$(call base_ko,$(4),$$rel)) \
 		$(BENCH_ENV) --mem 4G --test-timeout 1800 --timeout 2000
 endef
 
 run-dmem: $(KB_DIR)/kmod_bench
-	$(call debug_run,dmem,5,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(CG_BASE_NAME))
+	$(call debug_run,dmem,5,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(CG_BASE_NAME),swap)
 
 run-pmd: $(KB_DIR)/kmod_bench
 	$(call debug_run,pmd,6,KMOD_BENCH_FORK_BASE_KO,$(KMOD_FORK_BASE_REV))
 
 debug-base:
 	$(call build_base,$(BASE_REV),$(KVER),$(DMEM_KB),$(BASE_NAME))
+
+debug-renamed:
+	$(call build_renamed,$(KVER),$(DMEM_KB),$(CG_BASE_NAME))

@@ -32,8 +32,11 @@
  *     them, each kind after every kind equally often (cg_seq),
  *     from a cgroup 8 levels deep, each level with a limit far above what
  *     is allocated, while 1,000 other cgroups hold a chunk each in both
- *     pools.  PASS/MISS: this module's median no more than 5% above the
- *     baseline's, at each size.  $KMOD_BENCH_CG_PARAMS adds load
+ *     pools.  With $KMOD_BENCH_CG_SWAP_KO (this module built as
+ *     gpupoolb.ko) and $KMOD_BENCH_CG_SWAP_BASE_KO (the baseline built as
+ *     gpupool.ko), which bench/kmod.mk builds too, the two swap names for
+ *     half of the rounds.  PASS/MISS: this module's median no more than
+ *     5% above the baseline's, at each size.  $KMOD_BENCH_CG_PARAMS adds load
  *     parameters for this module (cgroup_limits=module on a kernel with
  *     dmem measures our table there); where limits are dmem's, dmem is
  *     enabled down the path and the limits are dmem.max.  Two pools: the
@@ -764,13 +767,14 @@ static void cg_remove(void)
 
 /*
  * The cgroups: CG_BENCH/m0..m999 and CG_BENCH/d1/.../d8, each level of the
- * latter limited (by our ioctl, or with dmem.max where dmem is enabled
- * down the path) to 4 GiB, above anything the section allocates.
+ * latter limited (by our ioctl on fd, or with dmem.max on the dmem region
+ * `region`, the module's name, where dmem is enabled down the path) to
+ * 4 GiB, above anything the section allocates.
  */
-static int cg_make(int fd, int dmem)
+static int cg_make(int fd, int dmem, const char *region)
 {
 	struct gpupool_cgroup cg;
-	char path[512];
+	char path[512], max[96];
 	int i, dfd, ret = 0;
 
 	mkdir(CG_BENCH, 0755);
@@ -794,7 +798,8 @@ static int cg_make(int fd, int dmem)
 				cg_deep_path(path, sizeof(path), i);
 			}
 			strcat(path, "/dmem.max");
-			ret = write_str(path, "gpupool 4294967296");
+			snprintf(max, sizeof(max), "%s %llu", region, 4 * GiB);
+			ret = write_str(path, max);
 			continue;
 		}
 		if (fd < 0)
@@ -891,10 +896,19 @@ static const unsigned char cg_seq[] = {
 #define CG_SEQ		(sizeof(cg_seq) / sizeof(cg_seq[0]))
 #define CG_PER_REP	(CG_SEQ / 4)	/* each cell's samples in a rep */
 
-/* What section 5 loads: [0] this module, [1] the baseline. */
+/*
+ * What section 5 loads: [0] this module, [1] the baseline, each under the
+ * name names[swap][m]: in the first half of the rounds this module is
+ * gpupool and the baseline gpupoolb; where both are also built under the
+ * other's name, they swap names for the second half.  The same module
+ * against its renamed copy read 0.87 at 4 KiB and 1.10 at 1 GiB, the
+ * slower side at 1 GiB following the name gpupool, not the program's
+ * slot: swapping the names lets that cancel out of the ratios.
+ */
 struct cg_pair {
-	const char *ko[2], *name[2], *params[2];
-	char dev[80];
+	const char *ko[2][2], *name[2][2];	/* [swap][module] */
+	const char *params[2];
+	int swap;				/* the names in use */
 	int fd[2];
 };
 
@@ -907,26 +921,65 @@ static int cg_pair_unload(struct cg_pair *cp)
 		if (cp->fd[m] >= 0)
 			close(cp->fd[m]);	/* frees its chunks too */
 		cp->fd[m] = -1;
-		r |= unload_name(cp->name[m]);
+		r |= unload_name(cp->name[cp->swap][m]);
 	}
 	return r;
 }
 
-/* Load both, module `first` first, and open their devices; 0 or -1. */
-static int cg_pair_load(struct cg_pair *cp, int first)
+/*
+ * Load both under the names of `swap`, module `first` first, and open
+ * their devices; 0 or -1.
+ */
+static int cg_pair_load(struct cg_pair *cp, int swap, int first)
 {
+	char dev[80];
 	int k, m;
 
 	if (cg_pair_unload(cp))
 		return -1;
+	cp->swap = swap;
 	for (k = 0; k < 2; k++) {
 		m = k ^ first;
-		if (load_ko(cp->ko[m], cp->name[m], cp->params[m]))
+		if (load_ko(cp->ko[swap][m], cp->name[swap][m], cp->params[m]))
 			return -1;
 	}
-	cp->fd[0] = open("/dev/gpupool", O_RDWR | O_CLOEXEC);
-	cp->fd[1] = open(cp->dev, O_RDWR | O_CLOEXEC);
+	for (m = 0; m < 2; m++) {
+		snprintf(dev, sizeof(dev), "/dev/%s", cp->name[swap][m]);
+		cp->fd[m] = open(dev, O_RDWR | O_CLOEXEC);
+	}
 	return cp->fd[0] < 0 || cp->fd[1] < 0 ? -1 : 0;
+}
+
+/*
+ * The modules under swapped names, from $KMOD_BENCH_CG_SWAP_KO (this
+ * module built as the baseline's name) and $KMOD_BENCH_CG_SWAP_BASE_KO
+ * (the baseline built as gpupool): 1 when both are given and named so, 0
+ * when neither is, -1 (said why) otherwise.
+ */
+static int cg_swap_kos(struct cg_pair *cp)
+{
+	const char *ko = getenv("KMOD_BENCH_CG_SWAP_KO");
+	const char *base = getenv("KMOD_BENCH_CG_SWAP_BASE_KO");
+	char name[64];
+
+	if ((!ko || !*ko) && (!base || !*base))
+		return 0;
+	if (!ko || !*ko || !base || !*base) {
+		printf("   MISS section 5: KMOD_BENCH_CG_SWAP_KO and KMOD_BENCH_CG_SWAP_BASE_KO go together\n");
+		return -1;
+	}
+	if (!cg_base_name(ko, name, sizeof(name)) ||
+	    strcmp(name, cp->name[0][1]) || cg_base_name(base, name,
+							 sizeof(name))) {
+		printf("   MISS section 5: %s must be named %s.ko and %s gpupool.ko\n",
+		       ko, cp->name[0][1], base);
+		return -1;
+	}
+	cp->ko[1][0] = ko;
+	cp->ko[1][1] = base;
+	cp->name[1][0] = cp->name[0][1];
+	cp->name[1][1] = "gpupool";
+	return 1;
 }
 
 /*
@@ -939,8 +992,9 @@ static int cg_pair_load(struct cg_pair *cp, int first)
  * that each size's figures are of one kind: the median of a mix of cold
  * and warm ALLOCs falls between the two and moves with the mix.  The
  * rounds come in two loads, this module loaded first in one and second in
- * the other: the same module against a copy of itself, always loaded
- * first, read 1.34x its copy's cold 1 GiB median.  The verdict is on each
+ * the other (the same module against a copy of itself, always loaded
+ * first, read 1.34x its copy's cold 1 GiB median), or in four, the names
+ * swapped in the last two (struct cg_pair).  The verdict is on each
  * size's median; the warm 4 KiB ALLOC stands beside it.
  */
 static void bench_cgroups(const char *params)
@@ -961,7 +1015,7 @@ static void bench_cgroups(const char *params)
 	struct cg_pair cp = { .fd = { -1, -1 } };
 	double t[2], ratio[3], p50[2][3], worst;
 	size_t n = 0, k;
-	int round, rep, i, j, m, c, first, r = 0, have_dmem, dmem = 0;
+	int round, rep, i, j, m, c, load, loads, r = 0, have_dmem, dmem = 0;
 	int seen[2][2];
 	char deep[512], p[256], bname[64];
 
@@ -972,6 +1026,14 @@ static void bench_cgroups(const char *params)
 		       base);
 		return;
 	}
+	cp.ko[0][0] = ko;
+	cp.ko[0][1] = base;
+	cp.name[0][0] = "gpupool";
+	cp.name[0][1] = bname;
+	loads = cg_swap_kos(&cp);
+	if (loads < 0)
+		return;
+	loads = loads ? 4 : 2;
 	have_dmem = cg_setup_mount();
 	if (have_dmem < 0) {
 		printf("\n5. skipped: cannot mount cgroup2 at %s (%s)\n",
@@ -980,32 +1042,32 @@ static void bench_cgroups(const char *params)
 	}
 	if (rounds > BASE_ROUNDS_MAX)
 		rounds = BASE_ROUNDS_MAX;
+	if (rounds < loads)
+		rounds = loads;
 	snprintf(p, sizeof(p), "%s %s", params, extra ? extra : "");
-	cp.ko[0] = ko;
-	cp.ko[1] = base;
-	cp.name[0] = "gpupool";
-	cp.name[1] = bname;
 	cp.params[0] = p;
 	cp.params[1] = params;
-	snprintf(cp.dev, sizeof(cp.dev), "/dev/%s", bname);
 	cg_deep_path(deep, sizeof(deep), CG_DEPTH);
-	printf("\n5. section 2 charged to cgroups: from %s (%d levels, each limited), %d other cgroups holding a chunk each in both pools; today (%s) beside the baseline %s (%s), loaded side by side, %d rounds of %d cold ALLOCs of each size per module, interleaved (each after every kind equally often), in two loads (today loaded first, then second)\n",
-	       deep, CG_DEPTH, CG_MANY, p, base, cp.dev, rounds,
-	       reps * (int)CG_PER_REP);
-	printf("   %5s %-8s %14s %14s %14s\n", "round", "module",
+	printf("\n5. section 2 charged to cgroups: from %s (%d levels, each limited), %d other cgroups holding a chunk each in both pools; today (%s) beside the baseline %s (%s), loaded side by side, %d rounds of %d cold ALLOCs of each size per module, interleaved (each after every kind equally often), in %d loads (today loaded first, then second%s)\n",
+	       deep, CG_DEPTH, CG_MANY, p, base, params, rounds,
+	       reps * (int)CG_PER_REP, loads,
+	       loads == 4 ? "; then both again under each other's names" : "");
+	printf("   %5s %-8s %-9s %14s %14s %14s\n", "round", "module", "as",
 	       "4K cold p50 us", "1G cold p50 us", "4K warm p50 us");
-	for (round = 0; round < rounds && !r; round++) {
-		first = round >= rounds / 2 && rounds > 1;
-		if (!round || round == rounds / 2) {
+	for (round = 0, load = -1; round < rounds && !r; round++) {
+		if (round * loads / rounds != load) {
+			load = round * loads / rounds;
 			cg_enter(CG_ROOT);
-			if (cg_pair_load(&cp, first)) {
-				printf("   MISS section 5: loading %s (%s) beside %s (%s): %s\n",
-				       ko, p, base, params, strerror(errno));
+			if (cg_pair_load(&cp, load >> 1, load & 1)) {
+				printf("   MISS section 5: loading %s and %s side by side: %s\n",
+				       cp.ko[load >> 1][0], cp.ko[load >> 1][1],
+				       strerror(errno));
 				goto out;
 			}
 			dmem = module_uses_dmem(cp.fd[0]);
 			/* The baseline has no limits: the cgroups alone. */
-			r = cg_make(cp.fd[0], dmem && have_dmem) ||
+			r = cg_make(cp.fd[0], dmem && have_dmem,
+				    cp.name[cp.swap][0]) ||
 			    cg_hold_chunks(cp.fd[0], held[0]) ||
 			    cg_hold_chunks(cp.fd[1], held[1]) ||
 			    cg_enter(deep);
@@ -1030,8 +1092,8 @@ static void bench_cgroups(const char *params)
 			}
 		}
 		for (m = 0; m < 2 && !r; m++)
-			printf("   %5d %-8s %14.2f %14.2f %14.2f\n", round,
-			       which[m],
+			printf("   %5d %-8s %-9s %14.2f %14.2f %14.2f\n", round,
+			       which[m], cp.name[cp.swap][m],
 			       median(grp[m][0], reps * CG_PER_REP) * 1e6,
 			       median(grp[m][1], reps * CG_PER_REP) * 1e6,
 			       median(grp[m][2], reps * CG_PER_REP) * 1e6);
@@ -1050,9 +1112,10 @@ static void bench_cgroups(const char *params)
 		       kind[c], n, p50[0][c] * 1e6, p50[1][c] * 1e6, ratio[c]);
 	}
 	worst = ratio[0] > ratio[1] ? ratio[0] : ratio[1];
-	printf("   %s section 5: ALLOC p50 with cgroup accounting (%s limits) / without = %.2f at 4 KiB, %.2f at 1 GiB (cold; target <= 1.05 at each)\n",
+	printf("   %s section 5: ALLOC p50 with cgroup accounting (%s limits) / without = %.2f at 4 KiB, %.2f at 1 GiB (cold%s; target <= 1.05 at each)\n",
 	       worst <= 1.05 ? "PASS" : "MISS", dmem ? "dmem" : "module",
-	       ratio[0], ratio[1]);
+	       ratio[0], ratio[1],
+	       loads == 4 ? ", names swapped for half" : "");
 out:
 	cg_enter(CG_ROOT);
 	cg_pair_unload(&cp);
