@@ -46,10 +46,11 @@
  *     reading 1 GiB it inherited (what a child now pays in faults), a
  *     usable buffer (ALLOC + mmap + touch) of 2 MiB, 64 MiB, 256 MiB and 1
  *     GiB, and memset of a mapped 256 MiB chunk against 256 MiB of
- *     hugetlbfs pages and of anonymous memory with THP (madvised).  With $KMOD_BENCH_FORK_BASE_KO naming the module
- *     before chunk mappings dropped VM_MIXEDMAP (bench/kmod.mk builds
- *     it), both are loaded in turn, $KMOD_BENCH_FORK_ROUNDS rounds
- *     (default 3).  Targets (PASS/MISS): fork with 8 GiB within 1.2x of a bare fork; the usable
+ *     hugetlbfs pages and of anonymous memory with THP (madvised).  With
+ *     $KMOD_BENCH_FORK_BASE_KO naming the module before chunk mappings
+ *     dropped VM_MIXEDMAP (bench/kmod.mk builds it), both are loaded in
+ *     turn, $KMOD_BENCH_FORK_ROUNDS rounds (default 3).  Targets
+ *     (PASS/MISS): fork with 8 GiB within 1.2x of a bare fork; the usable
  *     256 MiB buffer 2x faster than the baseline's; the fill within 5% of
  *     hugetlbfs.
  *
@@ -988,14 +989,14 @@ static int cg_swap_kos(struct cg_pair *cp)
  * within one load in the order of cg_seq, balanced for what runs before
  * each: loaded in turn, the same comparison moved by 15-20% between runs
  * on a quiet host, more than the 5% it judges; side by side, both modules
- * meet the same moments of the host.  Every timed ALLOC is cold (cg_alloc_cold()), so
- * that each size's figures are of one kind: the median of a mix of cold
- * and warm ALLOCs falls between the two and moves with the mix.  The
- * rounds come in two loads, this module loaded first in one and second in
- * the other (the same module against a copy of itself, always loaded
- * first, read 1.34x its copy's cold 1 GiB median), or in four, the names
- * swapped in the last two (struct cg_pair).  The verdict is on each
- * size's median; the warm 4 KiB ALLOC stands beside it.
+ * meet the same moments of the host.  Every timed ALLOC is cold
+ * (cg_alloc_cold()), so that each size's figures are of one kind: the
+ * median of a mix of cold and warm ALLOCs falls between the two and moves
+ * with the mix.  The rounds come in two loads, this module loaded first in
+ * one and second in the other (the same module against a copy of itself,
+ * always loaded first, read 1.34x its copy's cold 1 GiB median), or in
+ * four, the names swapped in the last two (struct cg_pair).  The verdict
+ * is on each size's median; the warm 4 KiB ALLOC stands beside it.
  */
 static void bench_cgroups(const char *params)
 {
