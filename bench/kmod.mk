@@ -23,9 +23,9 @@
 # as gpupoolb.ko and its baseline as gpupool.ko ($KMOD_BENCH_CG_SWAP_KO,
 # $KMOD_BENCH_CG_SWAP_BASE_KO), to swap their names for half of its
 # rounds.  An empty revision skips its comparison; so does a tree without
-# git history.  KMOD_BENCH_SECTIONS,
-# KMOD_BENCH_ALLOC_REPS, KMOD_BENCH_BASE_ROUNDS, KMOD_BENCH_BASE_REPS,
-# KMOD_BENCH_CG_PARAMS and KMOD_BENCH_FORK_ROUNDS, set here, reach the
+# git history.  KMOD_BENCH_SECTIONS, KMOD_BENCH_ALLOC_REPS,
+# KMOD_BENCH_BASE_ROUNDS, KMOD_BENCH_BASE_REPS, KMOD_BENCH_CG_PARAMS,
+# KMOD_BENCH_CG_DEPTH and KMOD_BENCH_FORK_ROUNDS, set here, reach the
 # program in the VM (bench/kmod_bench.c says what they do).
 
 TOP ?= $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
@@ -125,6 +125,7 @@ baseline:
 
 BENCH_ENV = $(foreach v,KMOD_BENCH_SECTIONS KMOD_BENCH_ALLOC_REPS \
 	KMOD_BENCH_BASE_ROUNDS KMOD_BENCH_BASE_REPS KMOD_BENCH_CG_PARAMS \
+	KMOD_BENCH_CG_DEPTH \
 	KMOD_BENCH_FORK_ROUNDS,\
 	$(if $($(v)),--env $(v)=$($(v))))
 

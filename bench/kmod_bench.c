@@ -36,7 +36,9 @@
  *     gpupoolb.ko) and $KMOD_BENCH_CG_SWAP_BASE_KO (the baseline built as
  *     gpupool.ko), which bench/kmod.mk builds too, the two swap names for
  *     half of the rounds.  PASS/MISS: this module's median no more than
- *     5% above the baseline's, at each size.  $KMOD_BENCH_CG_PARAMS adds load
+ *     5% above the baseline's, at each size.  $KMOD_BENCH_CG_DEPTH (0 to
+ *     8, default 8) moves the timed ALLOCs up the path, to tell what the
+ *     charge costs per level.  $KMOD_BENCH_CG_PARAMS adds load
  *     parameters for this module (cgroup_limits=module on a kernel with
  *     dmem measures our table there); where limits are dmem's, dmem is
  *     enabled down the path and the limits are dmem.max.  Two pools: the
@@ -1010,6 +1012,7 @@ static void bench_cgroups(const char *params)
 	const char *base = getenv("KMOD_BENCH_CG_BASE_KO");
 	const char *ko = getenv("GPUPOOL_KO");
 	const char *extra = getenv("KMOD_BENCH_CG_PARAMS");
+	const char *dstr = getenv("KMOD_BENCH_CG_DEPTH");
 	int rounds = alloc_reps("KMOD_BENCH_BASE_ROUNDS", 8);
 	int reps = alloc_reps("KMOD_BENCH_BASE_REPS", BASE_REPS);
 	const char *which[2] = { "today", "baseline" };
@@ -1017,6 +1020,7 @@ static void bench_cgroups(const char *params)
 	double t[2], ratio[3], p50[2][3], worst;
 	size_t n = 0, k;
 	int round, rep, i, j, m, c, load, loads, r = 0, have_dmem, dmem = 0;
+	long depth = CG_DEPTH;
 	int seen[2][2];
 	char deep[512], p[256], bname[64];
 
@@ -1026,6 +1030,17 @@ static void bench_cgroups(const char *params)
 		printf("\n5. MISS section 5: the baseline %s must be built under another module name, to load beside gpupool (bench/kmod.mk builds gpupoolb.ko)\n",
 		       base);
 		return;
+	}
+	if (dstr && *dstr) {
+		char *end;
+
+		errno = 0;
+		depth = strtol(dstr, &end, 10);
+		if (errno || *end || depth < 0 || depth > CG_DEPTH) {
+			printf("\n5. MISS section 5: KMOD_BENCH_CG_DEPTH=%s: a depth from 0 to %d\n",
+			       dstr, CG_DEPTH);
+			return;
+		}
 	}
 	cp.ko[0][0] = ko;
 	cp.ko[0][1] = base;
@@ -1048,9 +1063,9 @@ static void bench_cgroups(const char *params)
 	snprintf(p, sizeof(p), "%s %s", params, extra ? extra : "");
 	cp.params[0] = p;
 	cp.params[1] = params;
-	cg_deep_path(deep, sizeof(deep), CG_DEPTH);
-	printf("\n5. section 2 charged to cgroups: from %s (%d levels, each limited), %d other cgroups holding a chunk each in both pools; today (%s) beside the baseline %s (%s), loaded side by side, %d rounds of %d cold ALLOCs of each size per module, interleaved (each after every kind equally often), in %d loads (today loaded first, then second%s)\n",
-	       deep, CG_DEPTH, CG_MANY, p, base, params, rounds,
+	cg_deep_path(deep, sizeof(deep), depth);
+	printf("\n5. section 2 charged to cgroups: from %s (%ld levels below %s, each limited), %d other cgroups holding a chunk each in both pools; today (%s) beside the baseline %s (%s), loaded side by side, %d rounds of %d cold ALLOCs of each size per module, interleaved (each after every kind equally often), in %d loads (today loaded first, then second%s)\n",
+	       deep, depth, CG_BENCH, CG_MANY, p, base, params, rounds,
 	       reps * (int)CG_PER_REP, loads,
 	       loads == 4 ? "; then both again under each other's names" : "");
 	printf("   %5s %-8s %-9s %14s %14s %14s\n", "round", "module", "as",
