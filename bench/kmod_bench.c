@@ -901,12 +901,11 @@ static const unsigned char cg_seq[] = {
 
 /*
  * What section 5 loads: [0] this module, [1] the baseline, each under the
- * name names[swap][m]: in the first half of the rounds this module is
+ * name name[swap][m]: in the first half of the rounds this module is
  * gpupool and the baseline gpupoolb; where both are also built under the
- * other's name, they swap names for the second half.  The same module
- * against its renamed copy read 0.87 at 4 KiB and 1.10 at 1 GiB, the
- * slower side at 1 GiB following the name gpupool, not the program's
- * slot: swapping the names lets that cancel out of the ratios.
+ * other's name, they swap names for the second half, so that whatever a
+ * name costs (one boot put the same module against its renamed copy at
+ * 0.87 at 4 KiB and 1.10 at 1 GiB) both modules pay it alike.
  */
 struct cg_pair {
 	const char *ko[2][2], *name[2][2];	/* [swap][module] */
@@ -968,13 +967,13 @@ static int cg_swap_kos(struct cg_pair *cp)
 	if ((!ko || !*ko) && (!base || !*base))
 		return 0;
 	if (!ko || !*ko || !base || !*base) {
-		printf("   MISS section 5: KMOD_BENCH_CG_SWAP_KO and KMOD_BENCH_CG_SWAP_BASE_KO go together\n");
+		printf("\n5. MISS section 5: KMOD_BENCH_CG_SWAP_KO and KMOD_BENCH_CG_SWAP_BASE_KO go together\n");
 		return -1;
 	}
 	if (!cg_base_name(ko, name, sizeof(name)) ||
 	    strcmp(name, cp->name[0][1]) || cg_base_name(base, name,
 							 sizeof(name))) {
-		printf("   MISS section 5: %s must be named %s.ko and %s gpupool.ko\n",
+		printf("\n5. MISS section 5: %s must be named %s.ko and %s gpupool.ko\n",
 		       ko, cp->name[0][1], base);
 		return -1;
 	}
