@@ -329,47 +329,53 @@ static int gp_cg_charge_locked(struct gp_cg *e, u64 size, struct gp_denial *d)
 	return 0;
 }
 
-/* Our table's share of gp_cg_charge(): into ch->cg. */
+/*
+ * Our table's share of gp_cg_charge(): into ch->cg.  The task's cgroup is
+ * read under gp_cg_lock alone: a spinlock is an RCU read-side section (it
+ * disables preemption, or takes rcu_read_lock() on PREEMPT_RT), which is
+ * what keeps a css_set and its cgroup from being freed (both go after a
+ * grace period) and what task_css_set_check() accepts.  So the path of
+ * every ALLOC but a cgroup's first is one lock, one lookup and one walk,
+ * with no call but the lock's.
+ */
 static int gp_cg_charge_table(u64 size, struct gp_charge *ch,
 			      struct gp_denial *d)
 {
 	struct cgroup *cgrp;
 	struct gp_cg *e;
+	bool held;
 	int ret;
 
-	rcu_read_lock();
 	for (;;) {
-		cgrp = task_dfl_cgroup(current);
 		spin_lock(&gp_cg_lock);
+		cgrp = task_dfl_cgroup(current);
 		e = gp_cg_find(cgrp);
-		if (e) {
-			ret = gp_cg_charge_locked(e, size, d);
-			spin_unlock(&gp_cg_lock);
-			rcu_read_unlock();
-			goto out;
-		}
-		spin_unlock(&gp_cg_lock);
-		/* Fails only while the task moves out of a removed cgroup. */
-		if (css_tryget(&cgrp->self))
+		if (likely(e))
 			break;
-		rcu_read_unlock();
-		cond_resched();
-		rcu_read_lock();
+		/* Fails only while the task moves out of a removed cgroup. */
+		held = css_tryget(&cgrp->self);
+		spin_unlock(&gp_cg_lock);
+		if (!held) {
+			cond_resched();
+			continue;
+		}
+		/*
+		 * The first ALLOC of this cgroup: make its entries, kept until
+		 * the cgroup is removed, and look again (the task may have
+		 * moved meanwhile: it is charged where it is then).
+		 */
+		e = gp_cg_get(cgrp);
+		cgroup_put(cgrp);
+		if (!e)
+			return -ENOMEM;
+		gp_cg_put(e);
 	}
-	rcu_read_unlock();
-
-	/* The first ALLOC of this cgroup: make its entries. */
-	e = gp_cg_get(cgrp);
-	cgroup_put(cgrp);
-	if (!e)
-		return -ENOMEM;
-	spin_lock(&gp_cg_lock);
 	ret = gp_cg_charge_locked(e, size, d);
-	gp_cg_put_locked(e);		/* gp_cg_get()'s; kept holds it */
 	spin_unlock(&gp_cg_lock);
-out:
-	if (!ret)
+	if (!ret) {
 		ch->cg = e;
+		ch->cgroup_id = e->id;
+	}
 	return ret;
 }
 
@@ -459,11 +465,6 @@ void gp_cg_uncharge(struct gp_charge *ch, u64 size)
 	gp_cg_put_locked(ch->cg);
 	spin_unlock(&gp_cg_lock);
 	ch->cg = NULL;
-}
-
-u64 gp_cg_id(const struct gp_charge *ch)
-{
-	return ch->cg ? ch->cg->id : 0;
 }
 
 void gp_denial_clear(struct gp_denial *d)

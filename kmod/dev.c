@@ -115,11 +115,28 @@ static void gp_file_note_denial(struct gp_file *f, struct gp_denial *d)
 	gp_denial_clear(&old);
 }
 
+/* A cgroup limit refused an ALLOC: said in the log and kept for the file. */
+static noinline void gp_alloc_refused(struct gp_file *f, u64 size,
+				      struct gp_denial *d)
+{
+	if (d->dmem)
+		pr_info_ratelimited("pid %d (%s): allocation of %llu kB refused by a dmem.max on its cgroup's path\n",
+				    task_tgid_vnr(current), current->comm,
+				    size >> 10);
+	else
+		pr_info_ratelimited("pid %d (%s): allocation of %llu kB refused by a cgroup limit (%llu kB, %llu kB in use)\n",
+				    task_tgid_vnr(current), current->comm,
+				    size >> 10, d->limit >> 10, d->usage >> 10);
+	gp_file_note_denial(f, d);
+}
+
 /*
  * Charge an ALLOC: the process's allowance (-EDQUOT), then its cgroups'
- * limits (-ENOSPC); undone by gp_alloc_uncharge().
+ * limits (-ENOSPC); undone by gp_alloc_uncharge().  Inlined into the
+ * ALLOC (below); the refusal's report stays out of line.
  */
-static int gp_alloc_charge(struct gp_file *f, u64 size, struct gp_charge *ch)
+static __always_inline int gp_alloc_charge(struct gp_file *f, u64 size,
+					    struct gp_charge *ch)
 {
 	struct gp_denial d;		/* filled by a refusal only */
 	int ret;
@@ -128,20 +145,11 @@ static int gp_alloc_charge(struct gp_file *f, u64 size, struct gp_charge *ch)
 	if (ret)
 		return ret;
 	ret = gp_cg_charge(size, ch, &d);
-	if (ret == -ENOSPC) {
-		if (d.dmem)
-			pr_info_ratelimited("pid %d (%s): allocation of %llu kB refused by a dmem.max on its cgroup's path\n",
-					    task_tgid_vnr(current),
-					    current->comm, size >> 10);
-		else
-			pr_info_ratelimited("pid %d (%s): allocation of %llu kB refused by a cgroup limit (%llu kB, %llu kB in use)\n",
-					    task_tgid_vnr(current),
-					    current->comm, size >> 10,
-					    d.limit >> 10, d.usage >> 10);
-		gp_file_note_denial(f, &d);
-	}
-	if (ret)
+	if (unlikely(ret)) {
+		if (ret == -ENOSPC)
+			gp_alloc_refused(f, size, &d);
 		gp_holder_uncharge(f->holder, size);
+	}
 	return ret;
 }
 
@@ -152,7 +160,15 @@ static void gp_alloc_uncharge(struct gp_file *f, u64 size,
 	gp_holder_uncharge(f->holder, size);
 }
 
-static long gp_ioctl_alloc(struct gp_file *f, void __user *uarg)
+/*
+ * Inlined into gp_ioctl() with its charge, whatever the compiler's
+ * stack-frame heuristics would choose: ALLOC is the ioctl users wait on,
+ * and inlined, its path makes no call that the module made before chunks
+ * were charged to cgroups but gp_cg_charge() and its lock (section 5 of
+ * the module benchmark, bench/README.md, measures what they add).
+ */
+static __always_inline long gp_ioctl_alloc(struct gp_file *f,
+					   void __user *uarg)
 {
 	struct gpupool_alloc a;
 	struct gp_charge ch;

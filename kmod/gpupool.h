@@ -229,6 +229,7 @@ struct dmem_cgroup_pool_state;
 struct gp_charge {
 	struct gp_cg *cg;		/* our table's entry; holds a ref */
 	struct dmem_cgroup_pool_state *dmem;	/* the dmem charge, or NULL */
+	u64 cgroup_id;			/* cg's cgroup, for tracepoints; 0: none */
 };
 
 /* Why a file's last refused ALLOC was refused by a cgroup limit. */
@@ -248,7 +249,6 @@ struct gp_chunk {
 	struct gp_node *node;
 	struct gp_holder *holder;	/* counted against; holds a ref */
 	struct gp_charge charge;	/* its cgroups' */
-	u64 cgroup_id;			/* of charge's cgroup, for tracepoints */
 	u64 offset;			/* in the node's offset space */
 	u64 size;			/* bytes, page multiple */
 	u64 requested;			/* bytes asked for (bfc's requested) */
@@ -414,7 +414,6 @@ int gp_cg_init(const char *mode, u64 capacity);
 void gp_cg_exit(void);
 int gp_cg_charge(u64 size, struct gp_charge *ch, struct gp_denial *d);
 void gp_cg_uncharge(struct gp_charge *ch, u64 size);
-u64 gp_cg_id(const struct gp_charge *ch);
 void gp_denial_clear(struct gp_denial *d);
 int gp_cg_ioctl(struct gpupool_cgroup *arg, const struct gp_denial *d);
 void gp_cg_show(struct seq_file *m);

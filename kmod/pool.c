@@ -310,7 +310,7 @@ out:
 	if (trace_gpupool_alloc_enabled())
 		trace_gpupool_alloc(size, ret ? 0 : c->size,
 				    ret ? first->nid : c->node->nid,
-				    pid_nr(holder->tgid), gp_cg_id(charge),
+				    pid_nr(holder->tgid), charge->cgroup_id,
 				    t0 ? ktime_get_ns() - t0 : 0, ret);
 	if (ret) {
 		if (ret == -ENOMEM)
@@ -321,7 +321,6 @@ out:
 	gp_holder_get(holder);
 	c->holder = holder;
 	c->charge = *charge;
-	c->cgroup_id = gp_cg_id(charge);
 	*out = c;
 	return 0;
 }
@@ -345,7 +344,7 @@ void gp_pool_release_chunk(struct gp_chunk *c)
 	struct gp_node *n = c->node;
 
 	trace_gpupool_free(c->size, n->nid, pid_nr(c->holder->tgid),
-			 c->cgroup_id);
+			 c->charge.cgroup_id);
 	atomic64_sub(c->size, &gp_live_bytes);
 	spin_lock(&n->stat_lock);
 	n->c.live_bytes -= c->size;
@@ -463,7 +462,7 @@ static void gp_chunk_return(struct gp_chunk *c)
 	wake_up_all(&n->zero_wait);
 
 	trace_gpupool_zeroed(c->size, n->nid, pid_nr(c->holder->tgid),
-			 c->cgroup_id);
+			 c->charge.cgroup_id);
 	gp_holder_put(c->holder);
 	kfree(c);
 }
@@ -471,7 +470,7 @@ static void gp_chunk_return(struct gp_chunk *c)
 static void gp_quarantine(struct gp_node *n, struct gp_chunk *c)
 {
 	trace_gpupool_quarantine(c->size, n->nid, pid_nr(c->holder->tgid),
-			 c->cgroup_id);
+			 c->charge.cgroup_id);
 	spin_lock(&n->stat_lock);
 	n->c.zeroing_bytes -= c->size;
 	n->c.zeroing_chunks--;
