@@ -6,6 +6,8 @@
 #
 #   make -f bench/kmod.mk                  build $(O)/bench/kmod/kmod_bench
 #   make -f bench/kmod.mk run KVER=<rel>   build, boot the VM (4 GiB) and run it
+#   make -f bench/kmod.mk run BOOTS=3      the same in 3 boots, and section 5's
+#                                          verdict on the median of their ratios
 #   make -f bench/kmod.mk run-dmem         section 5 on the dmem kernel
 #   make -f bench/kmod.mk run-pmd          section 6 with 2 MiB entries
 #
@@ -129,15 +131,25 @@ BENCH_ENV = $(foreach v,KMOD_BENCH_SECTIONS KMOD_BENCH_ALLOC_REPS \
 	KMOD_BENCH_FORK_ROUNDS,\
 	$(if $($(v)),--env $(v)=$($(v))))
 
+# BOOTS=N: N boots, one after another (build/vm/kmod-bench-<rel>-boot<i>/),
+# and section 5's verdict on the median of their ratios
+# (bench/section5-boots.sh).
+BOOTS ?= 1
 run: $(KB_DIR)/kmod_bench baseline
 	$(MAKE) -C $(TOP) --no-print-directory module KVER=$(KVER)
-	$(TOP)/vm/run-vm.sh --kernel $(KVER) --name kmod-bench-$(KVER) \
+	@[ "$(BOOTS)" -ge 1 ] 2>/dev/null || { echo "kmod bench: BOOTS=$(BOOTS): a number of boots, 1 or more"; exit 1; }
+	@logs=""; for b in $$(seq 1 $(BOOTS)); do \
+		name=kmod-bench-$(KVER)$$([ $(BOOTS) -eq 1 ] || echo -boot$$b); \
+		$(TOP)/vm/run-vm.sh --kernel $(KVER) --name $$name \
 		--ko $(O)/kmod/$(KVER)/gpupool.ko --tests $(KB_DIR) \
 		$(call base_env,KMOD_BENCH_BASE_KO,$(KMOD_BASE_REV),$(KVER)) \
 		$(call base_env,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(KVER),$(CG_BASE_NAME)) \
 		$(call swap_env,$(KVER)) \
 		$(call base_env,KMOD_BENCH_FORK_BASE_KO,$(KMOD_FORK_BASE_REV),$(KVER)) \
-		$(BENCH_ENV) --mem 4G --test-timeout 1800 --timeout 2000
+		$(BENCH_ENV) --mem 4G --test-timeout 1800 --timeout 2000 || exit 1; \
+		logs="$$logs $(O)/vm/$$name/tests.log"; \
+	done; \
+	if [ $(BOOTS) -gt 1 ]; then $(TOP)/bench/section5-boots.sh $$logs; fi
 
 # Sections on the debug kernel of `make check` (7.2, with CONFIG_CGROUP_DMEM
 # and transparent huge pages; scripts/debug-kernel.sh builds it or finds it

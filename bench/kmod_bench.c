@@ -1127,7 +1127,7 @@ static void bench_cgroups(const char *params)
 		       kind[c], n, p50[0][c] * 1e6, p50[1][c] * 1e6, ratio[c]);
 	}
 	worst = ratio[0] > ratio[1] ? ratio[0] : ratio[1];
-	printf("   %s section 5: ALLOC p50 with cgroup accounting (%s limits) / without = %.2f at 4 KiB, %.2f at 1 GiB (cold%s; target <= 1.05 at each)\n",
+	printf("   %s section 5: ALLOC p50 with cgroup accounting (%s limits) / without = %.3f at 4 KiB, %.3f at 1 GiB (cold%s; target <= 1.05 at each)\n",
 	       worst <= 1.05 ? "PASS" : "MISS", dmem ? "dmem" : "module",
 	       ratio[0], ratio[1],
 	       loads == 4 ? ", names swapped for half" : "");
