@@ -14,7 +14,7 @@ for log in "$@"; do
 	line=$(grep -E '^ +(PASS|MISS) section 5: ALLOC p50 ' "$log" 2>/dev/null |
 		tail -n 1)
 	[ -n "$line" ] || {
-		echo "section 5 over boots: no verdict in $log" >&2
+		echo "section 5 over boots: no verdict in $log (the boot failed, or section 5 did not run: KMOD_BENCH_SECTIONS without 5, or no baseline module)" >&2
 		exit 1
 	}
 	r=$(printf '%s\n' "$line" |
