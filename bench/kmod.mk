@@ -141,6 +141,7 @@ run: $(KB_DIR)/kmod_bench baseline
 	@logs=""; for b in $$(seq 1 $(BOOTS)); do \
 		name=kmod-bench-$(KVER)$$([ $(BOOTS) -eq 1 ] || echo -boot$$b); \
 		$(TOP)/vm/run-vm.sh --kernel $(KVER) --name $$name \
+		--build-dir $(O) \
 		--ko $(O)/kmod/$(KVER)/gpupool.ko --tests $(KB_DIR) \
 		$(call base_env,KMOD_BENCH_BASE_KO,$(KMOD_BASE_REV),$(KVER)) \
 		$(call base_env,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(KVER),$(CG_BASE_NAME)) \
