@@ -42,7 +42,7 @@
 
 struct gp_file {
 	struct xarray chunks;		/* id -> struct gp_chunk (owner ref) */
-	u32 next_id;			/* xa_alloc_cyclic() cursor */
+	u32 next_id;			/* the next handle id to try */
 	struct gp_holder *holder;
 	spinlock_t denial_lock;
 	struct gp_denial denial;	/* the last ALLOC a cgroup refused */
@@ -161,6 +161,30 @@ static void gp_alloc_uncharge(struct gp_file *f, u64 size,
 }
 
 /*
+ * Store c under the file's next handle id, into *id.  Ids count up from 1
+ * and wrap after GP_MAX_ID, stepping over those still held, so that a
+ * freed handle is not soon given again: what xa_alloc_cyclic() does, but
+ * with xa_insert() at a known index instead of its search for a free slot
+ * (and without the free-slot marks every store of an allocating xarray
+ * keeps up), the longest step of an ALLOC.  Fewer ids are held than
+ * exist, so the loop ends.
+ */
+static __always_inline int gp_file_insert(struct gp_file *f,
+					  struct gp_chunk *c, u32 *id)
+{
+	int ret;
+
+	xa_lock(&f->chunks);
+	do {
+		*id = f->next_id;
+		f->next_id = *id >= GP_MAX_ID ? 1 : *id + 1;
+		ret = __xa_insert(&f->chunks, *id, c, GFP_KERNEL);
+	} while (ret == -EBUSY);
+	xa_unlock(&f->chunks);
+	return ret;
+}
+
+/*
  * Inlined into gp_ioctl() with its charge, whatever the compiler's
  * stack-frame heuristics would choose: ALLOC is the ioctl users wait on,
  * and inlined, its path makes no call that the module made before chunks
@@ -213,9 +237,8 @@ static __always_inline long gp_ioctl_alloc(struct gp_file *f,
 	 */
 	a.chunk_size = c->size;
 	a.chunk_node = c->node->nid;
-	ret = xa_alloc_cyclic(&f->chunks, &id, c, XA_LIMIT(1, GP_MAX_ID),
-			      &f->next_id, GFP_KERNEL);
-	if (ret < 0)
+	ret = gp_file_insert(f, c, &id);
+	if (ret)
 		goto out_put_chunk;
 
 	a.handle = (u64)id << PAGE_SHIFT;
@@ -461,7 +484,8 @@ static int gp_open(struct inode *inode, struct file *file)
 		kfree(f);
 		return -ENOMEM;
 	}
-	xa_init_flags(&f->chunks, XA_FLAGS_ALLOC1);
+	xa_init(&f->chunks);
+	f->next_id = 1;
 	spin_lock_init(&f->denial_lock);
 	file->private_data = f;
 	return 0;
