@@ -8,10 +8,16 @@
  * tag, and it never changes until freed).  At the end the pool must be
  * whole again: everything free, one free chunk, allocations = frees, and
  * the figures add up.
+ *
+ * How long it runs is counted in work, not seconds: the victim dies only
+ * after MIN_ALLOCS allocations, and the rest stop only after MIN_ALLOCS
+ * more (and SECONDS in all), however slowly a loaded host runs the VM.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <time.h>
 
 #include "kselftest_harness.h"
 #include "pool_lib.h"
@@ -19,12 +25,9 @@
 #define PROCS	3
 #define THREADS	3
 #define SLOTS	8		/* published chunks per thread */
-#define SECONDS	6
-
-/* How long run_proc() runs; the victim's never ends before its SIGKILL,
- * however late a loaded (debug) kernel wakes the parent to send it.
- */
-static unsigned int run_seconds = SECONDS;
+#define SECONDS	6		/* at least, in all */
+#define MIN_ALLOCS	100		/* before the victim dies, and after */
+#define STOP_SIGNAL	SIGUSR1		/* from the test: stop and check */
 
 struct proc_state {
 	int fd;
@@ -160,8 +163,14 @@ static int run_proc(void *arg)
 	struct thread_arg ta[THREADS];
 	pthread_t th[THREADS];
 	struct proc_state *ps;
-	int t, seed = *(int *)arg;
+	int t, sig, seed = *(int *)arg;
+	sigset_t stop;
 
+	/* Whatever ends the test, its workers end with it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* Blocked since before fork(), so none is missed: wait for it. */
+	sigemptyset(&stop);
+	sigaddset(&stop, STOP_SIGNAL);
 	ps = calloc(1, sizeof(*ps));
 	ps->fd = gp_open_dev();
 	if (ps->fd < 0)
@@ -173,22 +182,64 @@ static int run_proc(void *arg)
 		if (pthread_create(&th[t], NULL, worker, &ta[t]))
 			return 2;
 	}
-	sleep(run_seconds);
+	sigwait(&stop, &sig);
 	ps->stop = 1;
 	for (t = 0; t < THREADS; t++)
 		pthread_join(th[t], NULL);
 	return ps->errors ? 3 : 0;
 }
 
-TEST(random_alloc_free_map)
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Until at least `allocs' ALLOCs in all and `until' on now_s()'s clock. */
+static long long run_until(long long allocs, double until)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	long long n;
+
+	while ((n = gp_proc_num("Allocs")) >= 0 &&
+	       (n < allocs || now_s() < until))
+		nanosleep(&ts, NULL);
+	return n;
+}
+
+FIXTURE(stress) {
+	sigset_t old_mask;
+};
+
+FIXTURE_SETUP(stress)
+{
+	sigset_t stop;
+
+	GP_REQUIRE();
+	ASSERT_EQ(0, gp_load("pool_size=48M"));
+	sigemptyset(&stop);
+	sigaddset(&stop, STOP_SIGNAL);
+	ASSERT_EQ(0, sigprocmask(SIG_BLOCK, &stop, &self->old_mask));
+}
+
+FIXTURE_TEARDOWN(stress)
+{
+	sigprocmask(SIG_SETMASK, &self->old_mask, NULL);
+	EXPECT_EQ(0, gp_unload_wait(5000));
+}
+
+/* The harness's bound is for a hang: the run itself ends on its work. */
+TEST_F_TIMEOUT(stress, random_alloc_free_map, 300)
 {
 	struct gpupool_pool_stats nodes[4], *t;
 	struct gpupool_stats st;
 	pid_t pids[PROCS];
+	long long allocs;
+	double start = now_s();
 	int i, status, fd;
 
-	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=48M"));
 	for (i = 0; i < PROCS; i++) {
 		pids[i] = fork();
 		ASSERT_LE(0, pids[i]);
@@ -205,15 +256,18 @@ TEST(random_alloc_free_map)
 	if (!victim) {
 		int seed = 99;
 
-		run_seconds = 3600;
-		_exit(run_proc(&seed));
+		_exit(run_proc(&seed));	/* never told to stop */
 	}
-	sleep(SECONDS / 2);
+	allocs = run_until(MIN_ALLOCS, start + SECONDS / 2);
+	ASSERT_LE(0, allocs);
 	kill(victim, SIGKILL);
 	ASSERT_EQ(victim, waitpid(victim, &status, 0));
 	EXPECT_TRUE(WIFSIGNALED(status))
 		TH_LOG("the victim ended by itself: status %#x", status);
 
+	ASSERT_LE(0, run_until(allocs + MIN_ALLOCS, start + SECONDS));
+	for (i = 0; i < PROCS; i++)
+		kill(pids[i], STOP_SIGNAL);
 	for (i = 0; i < PROCS; i++) {
 		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
 		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
@@ -230,7 +284,7 @@ TEST(random_alloc_free_map)
 	       (unsigned long long)t->allocs,
 	       (unsigned long long)t->failed_allocs,
 	       (unsigned long long)t->peak_in_use >> 10);
-	EXPECT_LT(100, t->allocs);
+	EXPECT_LE(allocs + MIN_ALLOCS, t->allocs);
 	EXPECT_EQ(t->allocs, t->frees);
 	EXPECT_EQ(0, t->in_use);
 	EXPECT_EQ(0, t->chunks_in_use);
@@ -241,7 +295,6 @@ TEST(random_alloc_free_map)
 		EXPECT_EQ(0, nodes[i].fragmentation_ppm);
 	EXPECT_EQ(t->free >> 10, (uint64_t)gp_proc_num("PoolFree"));
 	EXPECT_EQ(t->allocs, (uint64_t)gp_proc_num("Allocs"));
-	EXPECT_EQ(0, gp_unload_wait(5000));
 }
 
 TEST_HARNESS_MAIN
