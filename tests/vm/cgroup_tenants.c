@@ -230,8 +230,14 @@ TEST_F_TIMEOUT(ten, move_while_allocating, 180)
 		_exit(alloc_loop(sh, (uint64_t)getpid() * 2654435761u));
 	}
 
+	/* Three seconds and 60 moves at least; then on until the chunks
+	 * have been charged to two of the leaves and 100 made, unless that
+	 * takes too long (the checks below then fail).
+	 */
 	end = gp_now() + 3;
-	for (i = 0; gp_now() < end || moves < 60; i++) {
+	for (i = 0; gp_now() < end || moves < 60 ||
+	     ((atomic_load(&sh->allocs) <= 100 ||
+	       __builtin_popcount(charged) < 2) && gp_now() < end + 120); i++) {
 		ASSERT_EQ(0, cg_move(&self->env, leaf[i % 3], pid));
 		moves++;
 		usleep(2000 + (i % 7) * 1000);
