@@ -8,7 +8,9 @@
 #   make -f bench/kmod.mk run KVER=<rel>   build, boot the VM (4 GiB) and run it
 #   make -f bench/kmod.mk run BOOTS=3      the same in 3 boots, and section 5's
 #                                          verdict on the median of their ratios
-#   make -f bench/kmod.mk run-dmem         section 5 on the dmem kernel
+#   make -f bench/kmod.mk run-dmem         section 5 on the dmem path, on a
+#                                          7.2 kernel without debug options
+#   make -f bench/kmod.mk run-dmem-debug   the same on the debug kernel
 #   make -f bench/kmod.mk run-pmd          section 6 with 2 MiB entries
 #
 # or by hand:
@@ -111,7 +113,7 @@ swap_env = $(if $(call have_rev,$(KMOD_CG_BASE_REV)),\
 	--env KMOD_BENCH_CG_SWAP_KO=$(call renamed_ko,$(1),$(CG_BASE_NAME)) \
 	--env KMOD_BENCH_CG_SWAP_BASE_KO=$(call base_ko,$(KMOD_CG_BASE_REV),$(1)))
 
-.PHONY: all run run-dmem run-pmd debug-base debug-renamed baseline
+.PHONY: all run run-dmem run-dmem-debug run-pmd debug-base debug-renamed baseline
 all: $(KB_DIR)/kmod_bench
 
 $(KB_DIR)/kmod_bench: $(TOP)/bench/kmod_bench.c $(TOP)/include/uapi/linux/gpupool.h
@@ -152,22 +154,31 @@ run: $(KB_DIR)/kmod_bench baseline
 	done; \
 	if [ $(BOOTS) -gt 1 ]; then $(TOP)/bench/section5-boots.sh $$logs; fi
 
-# Sections on the debug kernel of `make check` (7.2, with CONFIG_CGROUP_DMEM
-# and transparent huge pages; scripts/debug-kernel.sh builds it or finds it
-# in its cache), this module against a baseline built from git for it, in
-# one boot: run-dmem, section 5 with cgroup_limits=auto (the dmem path)
-# against the module before cgroup accounting; run-pmd, section 6 with
-# huge_maps (2 MiB entries, Linux 6.15 and later) against the module before
-# fork stopped copying.  The debug options (KASAN, lockdep) slow both
-# modules alike; compare the ratios only.
-DMEM_KBUILD = $(shell $(TOP)/scripts/debug-kernel.sh 2>/dev/null)
+# Sections on a 7.2 kernel built here, this module against a baseline
+# built from git for it, in one boot:
+#  - run-dmem: section 5 with cgroup_limits=auto (the dmem path) against
+#    the module before cgroup accounting, on the bench's dmem kernel
+#    (bench/dmem-kernel.sh: the check's debug kernel without its debugging
+#    options, built once, half an hour on two cores).  run-dmem-debug: the
+#    same on the debug kernel itself, where KASAN and lockdep weigh on
+#    dmem's charge far more than on the rest of an ALLOC.
+#  - run-pmd: section 6 with huge_maps (2 MiB entries, Linux 6.15 and
+#    later) against the module before fork stopped copying, on the debug
+#    kernel of `make check` (CONFIG_CGROUP_DMEM and transparent huge
+#    pages; scripts/debug-kernel.sh builds it or finds it in its cache),
+#    whose debug options slow both modules alike.
+# Compare the ratios only.
+DEBUG_KBUILD = $(shell $(TOP)/scripts/debug-kernel.sh 2>/dev/null)
+# (its progress on stderr: the first build takes a while)
+DMEM_KBUILD = $(shell $(TOP)/bench/dmem-kernel.sh)
 # $(1): the run's name, $(2): the section, $(3): the variable naming the
 # baseline module to the program, $(4): the baseline's revision, $(5): the
 # name it is built under (none: gpupool); with $(6) (section 5), also the
-# two modules under each other's names.
+# two modules under each other's names; $(7): the kernel's build tree,
+# $(8) the script that gave it.
 define debug_run
-	@kb='$(DMEM_KBUILD)'; [ -n "$$kb" ] || { \
-		echo "kmod bench: no debug kernel (scripts/debug-kernel.sh failed)"; exit 1; }; \
+	@kb='$(7)'; [ -n "$$kb" ] || { \
+		echo "kmod bench: no kernel to run on ($(8) failed)"; exit 1; }; \
 	rel=$$(cat $$kb/include/config/kernel.release) && \
 	$(TOP)/scripts/build-module.sh $$rel $(O)/kmod/dmem-$$rel $$kb >/dev/null && \
 	$(MAKE) --no-print-directory -f $(TOP)/bench/kmod.mk O=$(O) TOP=$(TOP) \
@@ -187,10 +198,13 @@ define debug_run
 endef
 
 run-dmem: $(KB_DIR)/kmod_bench
-	$(call debug_run,dmem,5,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(CG_BASE_NAME),swap)
+	$(call debug_run,dmem,5,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(CG_BASE_NAME),swap,$(DMEM_KBUILD),bench/dmem-kernel.sh)
+
+run-dmem-debug: $(KB_DIR)/kmod_bench
+	$(call debug_run,dmem-debug,5,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(CG_BASE_NAME),swap,$(DEBUG_KBUILD),scripts/debug-kernel.sh)
 
 run-pmd: $(KB_DIR)/kmod_bench
-	$(call debug_run,pmd,6,KMOD_BENCH_FORK_BASE_KO,$(KMOD_FORK_BASE_REV))
+	$(call debug_run,pmd,6,KMOD_BENCH_FORK_BASE_KO,$(KMOD_FORK_BASE_REV),,,$(DEBUG_KBUILD),scripts/debug-kernel.sh)
 
 debug-base:
 	$(call build_base,$(BASE_REV),$(KVER),$(DMEM_KB),$(BASE_NAME))
