@@ -16,9 +16,9 @@
 # section, plus bench/dmem-kernel.config.  The build lives beside the
 # debug kernel's cache, in .../bench-kernel/<key>, <key> hashing the
 # sources' path, both fragments and this script; it is reused when its
-# `done` marker is there, and built anew otherwise (about half an hour on
-# two cores).  Only the benchmark uses it: `make check` builds no kernel
-# for it.
+# `done` marker is there, and built anew otherwise (706 s on this
+# project's two-core machine).  Only the benchmark uses it: `make check`
+# builds no kernel for it.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 log() { echo "dmem-kernel: $*" >&2; }

@@ -159,7 +159,7 @@ run: $(KB_DIR)/kmod_bench baseline
 #  - run-dmem: section 5 with cgroup_limits=auto (the dmem path) against
 #    the module before cgroup accounting, on the bench's dmem kernel
 #    (bench/dmem-kernel.sh: the check's debug kernel without its debugging
-#    options, built once, half an hour on two cores).  run-dmem-debug: the
+#    options, built once, 706 s on two cores here).  run-dmem-debug: the
 #    same on the debug kernel itself, where KASAN and lockdep weigh on
 #    dmem's charge far more than on the rest of an ALLOC.
 #  - run-pmd: section 6 with huge_maps (2 MiB entries, Linux 6.15 and
