@@ -17,7 +17,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <time.h>
 
 #include "kselftest_harness.h"
 #include "pool_lib.h"
@@ -190,16 +189,8 @@ static int run_proc(void *arg)
 	return ps->errors ? 3 : 0;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
- * Wait until at least `allocs' ALLOCs in all and `until' on now_s()'s
+ * Wait until at least `allocs' ALLOCs in all and `until' on gp_now()'s
  * clock, but not past `give_up' (then the count says too few); the count.
  */
 static long long run_until(long long allocs, double until, double give_up)
@@ -208,7 +199,7 @@ static long long run_until(long long allocs, double until, double give_up)
 	long long n;
 
 	while ((n = gp_proc_num("Allocs")) >= 0 &&
-	       (n < allocs || now_s() < until) && now_s() < give_up)
+	       (n < allocs || gp_now() < until) && gp_now() < give_up)
 		nanosleep(&ts, NULL);
 	return n;
 }
@@ -241,7 +232,7 @@ TEST_F_TIMEOUT(stress, random_alloc_free_map, GIVE_UP + 60)
 	struct gpupool_stats st;
 	pid_t pids[PROCS];
 	long long allocs, n;
-	double start = now_s();
+	double start = gp_now();
 	int i, status, fd;
 
 	for (i = 0; i < PROCS; i++) {
@@ -264,7 +255,7 @@ TEST_F_TIMEOUT(stress, random_alloc_free_map, GIVE_UP + 60)
 	}
 	allocs = run_until(MIN_ALLOCS, start + SECONDS / 2, start + GIVE_UP);
 	ASSERT_LE(MIN_ALLOCS, allocs)
-		TH_LOG("%lld allocations after %.0f s", allocs, now_s() - start);
+		TH_LOG("%lld allocations after %.0f s", allocs, gp_now() - start);
 	kill(victim, SIGKILL);
 	ASSERT_EQ(victim, waitpid(victim, &status, 0));
 	EXPECT_TRUE(WIFSIGNALED(status))
@@ -272,7 +263,7 @@ TEST_F_TIMEOUT(stress, random_alloc_free_map, GIVE_UP + 60)
 
 	n = run_until(allocs + MIN_ALLOCS, start + SECONDS, start + GIVE_UP);
 	EXPECT_LE(allocs + MIN_ALLOCS, n)
-		TH_LOG("%lld allocations after %.0f s", n, now_s() - start);
+		TH_LOG("%lld allocations after %.0f s", n, gp_now() - start);
 	for (i = 0; i < PROCS; i++)
 		kill(pids[i], STOP_SIGNAL);
 	for (i = 0; i < PROCS; i++) {
@@ -291,7 +282,7 @@ TEST_F_TIMEOUT(stress, random_alloc_free_map, GIVE_UP + 60)
 	TH_LOG("%llu allocations, %llu failed (pool full), peak %llu kB, in %.1f s",
 	       (unsigned long long)t->allocs,
 	       (unsigned long long)t->failed_allocs,
-	       (unsigned long long)t->peak_in_use >> 10, now_s() - start);
+	       (unsigned long long)t->peak_in_use >> 10, gp_now() - start);
 	EXPECT_EQ(t->allocs, t->frees);
 	EXPECT_EQ(0, t->in_use);
 	EXPECT_EQ(0, t->chunks_in_use);
