@@ -16,9 +16,9 @@
 # section, plus bench/dmem-kernel.config.  The build lives beside the
 # debug kernel's cache, in .../bench-kernel/<key>, <key> hashing the
 # sources' path, both fragments and this script; it is reused when its
-# `done` marker is there, and built anew otherwise (706 s on this
-# project's two-core machine).  Only the benchmark uses it: `make check`
-# builds no kernel for it.
+# `done` marker, bzImage and kernel.release are there, and built anew
+# otherwise (706 s on this project's two-core machine).  Only the
+# benchmark uses it: `make check` builds no kernel for it.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 log() { echo "dmem-kernel: $*" >&2; }
@@ -38,7 +38,8 @@ sed -e '/^# --- the debugging this kernel is for ---$/,$d' \
 cat "$top/bench/dmem-kernel.config" >> "$frag"
 key=$( { echo "$src"; cat "$frag" "$0"; } | sha256sum | cut -c1-16)
 dir=$base/$key
-if [ -f "$dir/done" ]; then
+if [ -f "$dir/done" ] && [ -f "$dir/obj/arch/x86/boot/bzImage" ] &&
+   [ -s "$dir/obj/include/config/kernel.release" ]; then
 	log "reusing $dir ($(cat "$dir/obj/include/config/kernel.release"))"
 	echo "$dir/obj"
 	exit 0
