@@ -132,6 +132,9 @@ static struct {
 	bool enospc_last;		/* the last device call: ALLOC -> ENOSPC
 					 * (and the CGROUP query after it) */
 	uint64_t alloc_size;		/* what that ALLOC asked for */
+	uint64_t retry_size;		/* the last device call: an ALLOC on a
+					 * node refused with ENODEV or ENOMEM,
+					 * for this size (0: none) */
 	int cg_rc;			/* the CGROUP reply: 0 or its errno */
 	bool cg_asked;			/* since that ALLOC */
 	bool cg_dmem;
@@ -457,7 +460,7 @@ static int dev_version(struct gpupool_version *v)
 	return 0;
 }
 
-static int dev_alloc(struct gpupool_alloc *a)
+static int dev_alloc(struct gpupool_alloc *a, uint64_t retry)
 {
 	uint64_t rounded = (a->size + PAGE - 1) & ~(PAGE - 1);
 	const uint64_t sizes[] = { rounded, rounded, rounded, rounded + PAGE,
@@ -469,12 +472,19 @@ static int dev_alloc(struct gpupool_alloc *a)
 		  !a->reserved[0] && !a->reserved[1] && !a->reserved[2] &&
 		  !a->reserved[3] && (a->flags || !a->node),
 		  "ALLOC: flags %#x node %u", a->flags, a->node);
+	/* Retried on any node: the same size, whatever the refusal wrote. */
+	FZ_ASSERT(!retry || a->flags || a->size == retry,
+		  "ALLOC of %llu on a node refused, retried on any node for %llu",
+		  (unsigned long long)retry, (unsigned long long)a->size);
 	M.enospc_last = false;
 	M.cg_asked = false;
 	M.alloc_size = a->size;
 	if (fz_pick(&M.f, 6) == 0) {
 		/* A cgroup limit, one time in three; else any errno. */
 		int e = fz_pick(&M.f, 3) == 0 ? ENOSPC : pick_errno();
+
+		if ((a->flags & GPUPOOL_ALLOC_NODE) && (e == ENODEV || e == ENOMEM))
+			M.retry_size = a->size;
 
 		k = fz_u8(&M.f);	/* a module that writes on failure */
 		if (k & 1)
@@ -674,6 +684,7 @@ static int chunk_info(const struct cfd *cf, struct gpupool_chunk_info *ci)
 int __wrap_ioctl(int fd, unsigned long req, ...)
 {
 	struct cfd *cf = M.active ? cfd_of(fd) : NULL;
+	uint64_t retry;
 	va_list ap;
 	void *arg;
 
@@ -685,9 +696,11 @@ int __wrap_ioctl(int fd, unsigned long req, ...)
 		       fail_with(ENOTTY);
 	if (!is_dev(fd))
 		return __real_ioctl(fd, req, arg);
+	retry = M.retry_size;		/* only for the call right after */
+	M.retry_size = 0;
 	switch (req) {
 	case GPUPOOL_IOC_VERSION: return dev_version(arg);
-	case GPUPOOL_IOC_ALLOC: return dev_alloc(arg);
+	case GPUPOOL_IOC_ALLOC: return dev_alloc(arg, retry);
 	case GPUPOOL_IOC_FREE: return dev_free(arg);
 	case GPUPOOL_IOC_EXPORT: return dev_export(arg);
 	case GPUPOOL_IOC_CGROUP: return dev_cgroup(arg);

@@ -427,14 +427,16 @@ static int gp_kernel_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 	}
 	if (ioctl(gp_kernel_of(ctx)->fd, GPUPOOL_IOC_ALLOC, &a)) {
 		e = errno;
-		if (!(e == ENODEV || e == ENOMEM) || !a.flags ||
+		if (!(e == ENODEV || e == ENOMEM) || ctx->numa_node < 0 ||
 		    (ctx->opt.flags & GP_OPEN_NUMA_STRICT))
 			return gp_kernel_alloc_error(ctx, e, size);
-		/* Preferred, not strict: any node will do. */
+		/* Preferred, not strict: any node will do.  The request is
+		 * written afresh: what a refused ioctl left in it is not ours.
+		 */
 		gp_debug(ctx, "node %d cannot serve %llu bytes; any node",
 			 ctx->numa_node, (unsigned long long)size);
-		a.flags = 0;
-		a.node = 0;
+		memset(&a, 0, sizeof(a));
+		a.size = size;
 		if (ioctl(gp_kernel_of(ctx)->fd, GPUPOOL_IOC_ALLOC, &a))
 			return gp_kernel_alloc_error(ctx, errno, size);
 	}
