@@ -35,10 +35,7 @@
 
 #include "cudart_double.h"
 #include "fuzz.h"
-
-#ifndef CDD_PATH
-#error "CDD_PATH: the test double's path (tests/fuzz/Makefile sets it)"
-#endif
+#include "paths.h"	/* tests/lib: the double's path, tests_cudart_double */
 
 #define MAXLIVE	64
 #define MAXOPS	256
@@ -295,7 +292,7 @@ static void run(struct fz *f)
 	do {								\
 		*(void **)&D.field = dlsym(dl, name);			\
 		if (!D.field) {						\
-			fprintf(stderr, "%s: no %s\n", CDD_PATH, name);	\
+			fprintf(stderr, "%s: no %s\n", tests_cudart_double, name);	\
 			exit(1);					\
 		}							\
 	} while (0)
@@ -310,8 +307,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	unsetenv("GPUPOOL_DEV_LIMIT");
 	unsetenv("GPUPOOL_DEV_MODE");
 	unsetenv("GPUPOOL_REQUIRE_CUDA");
-	setenv("GPUPOOL_CUDART", CDD_PATH, 1);
-	dl = dlopen(CDD_PATH, RTLD_NOW | RTLD_LOCAL);
+	setenv("GPUPOOL_CUDART", tests_cudart_double, 1);
+	dl = dlopen(tests_cudart_double, RTLD_NOW | RTLD_LOCAL);
 	if (!dl) {
 		fprintf(stderr, "%s\n", dlerror());
 		exit(1);

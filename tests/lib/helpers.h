@@ -3,7 +3,7 @@
  * helpers.h - what the library tests share.
  *
  * The runtime: by default the tests load the CUDA runtime test double
- * (CDD_PATH, built in tests/cudart_double) and point libgpupool at it with
+ * (tests_cudart_double, paths.h, built in tests/cudart_double) and point libgpupool at it with
  * GPUPOOL_CUDART.  With GPUPOOL_TEST_CUDART=real they use the real runtime
  * ($GPUPOOL_CUDART or libcudart.so.13) instead: tests that need the double's
  * failure injection or event control skip, the rest run unchanged, and
@@ -27,6 +27,7 @@
 #include <gpupool.h>
 
 #include "cudart_double.h"
+#include "paths.h"
 #include "kselftest_harness.h"
 
 typedef int rt_err_t;	/* cudaError_t: 0 = success */
@@ -81,7 +82,7 @@ static inline int rt_want_real(void)
  */
 static inline int rt_load(struct rt *rt)
 {
-	const char *path = CDD_PATH;
+	const char *path = tests_cudart_double;
 	int (*count)(int *);
 
 	memset(rt, 0, sizeof(*rt));

@@ -195,11 +195,11 @@ TEST(loader_example_end_to_end)
 	FILE *p;
 	int st;
 
-	if (access(LOADER_BIN, X_OK))
-		SKIP(return, "%s not built", LOADER_BIN);
+	if (access(tests_loader_bin, X_OK))
+		SKIP(return, "%s not built", tests_loader_bin);
 	snprintf(cmd, sizeof(cmd),
 		 "%s --quiet --workers 2 --batches 12 --batch-size 1M 2>&1",
-		 LOADER_BIN);
+		 tests_loader_bin);
 	p = popen(cmd, "r");
 	ASSERT_NE(NULL, p);
 	n = fread(out, 1, sizeof(out) - 1, p);

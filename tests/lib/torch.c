@@ -27,10 +27,10 @@ TEST(alloc_free)
 
 TEST(shared_library_symbols)
 {
-	void *dl = dlopen(GPLIB_SO, RTLD_NOW | RTLD_LOCAL);
+	void *dl = dlopen(tests_libgpupool_so, RTLD_NOW | RTLD_LOCAL);
 
 	if (!dl)
-		SKIP(return, "%s not built: %s", GPLIB_SO, dlerror());
+		SKIP(return, "%s not built: %s", tests_libgpupool_so, dlerror());
 	ASSERT_NE(NULL, dlsym(dl, "gp_torch_alloc"));
 	ASSERT_NE(NULL, dlsym(dl, "gp_torch_free"));
 	ASSERT_NE(NULL, dlsym(dl, "gp_open"));

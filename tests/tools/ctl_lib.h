@@ -14,9 +14,14 @@
 
 #include "proc_parse.h"
 
-#define FIXTURE_FILE	FIXTURE_DIR "/fixture-2node.txt"
-#define CGROUP_FIXTURE	FIXTURE_DIR "/fixture-cgroups.txt"
-#define DMEM_FIXTURE	FIXTURE_DIR "/fixture-dmem.txt"
+/* The fixtures standing in for /proc/gpupool and the built gpupoolctl:
+ * paths.c, compiled with the build's paths. */
+extern const char fixture_2node[], fixture_cgroups[], fixture_dmem[];
+extern const char ctl_bin[];
+#define FIXTURE_FILE	fixture_2node
+#define CGROUP_FIXTURE	fixture_cgroups
+#define DMEM_FIXTURE	fixture_dmem
+#define CTL_BIN		ctl_bin
 
 /* The first 1 MiB - 1 of path, NUL-terminated; NULL if it cannot be read. */
 static inline char *slurp(const char *path, size_t *len)
