@@ -87,6 +87,26 @@ if [ -x /usr/lib/ccache/cc ] && mkdir -p "$ccache_dir" 2>/dev/null &&
 	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-2G}
 fi
 
+# Has the debug kernel's build ended (its status written, or the process
+# gone or a zombie without writing one: then it failed)?
+debug_built() {
+	[ -e "$dbg_rc_file" ] && return 0
+	st=$(sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$dbg_pid/stat" 2>/dev/null)
+	[ -z "$st" ] || [ "$st" = Z ]
+}
+
+# The module for the debug kernel, once that kernel has built: whoever
+# comes first builds it (the lock), the others find it up to date.  Sets
+# dbg (the kernel's tree) and drel (its release).
+debug_module() {
+	[ "$(cat "$dbg_rc_file" 2>/dev/null)" = 0 ] &&
+		dbg=$(cat "$dbg_out") &&
+		drel=$(cat "$dbg/include/config/kernel.release") &&
+		mkdir -p "$O/kmod" &&
+		flock "$O/kmod/debug.lock" "$top/scripts/build-module.sh" \
+			"$drel" "$O/kmod/debug" "$dbg" >/dev/null
+}
+
 # A build failure is one failed "test" of its own, and stops the suites
 # that need what failed to build.
 built=1
@@ -95,8 +115,23 @@ kvers=$("$top/vm/kernels.sh") || kvers=""
 if [ -z "$kvers" ]; then
 	echo "check: no test kernels found (vm/kernels.sh); run: make deps"
 	built=0
-elif ! make -C "$top" --no-print-directory -j"$(nproc)" O="$O" modules-all tools tests; then
-	built=0
+else
+	# When the debug kernel is ready while the tree builds (a cached
+	# build is checked in a second or two), its module is built beside
+	# the tree's: built by the first debug part instead, it kept the
+	# other lane waiting for the lock, a core idle (25 s).  A failure
+	# here is the debug part's to report, which builds it again.
+	make -C "$top" --no-print-directory -j"$(nproc)" O="$O" \
+		modules-all tools tests &
+	make_pid=$!
+	while kill -0 "$make_pid" 2>/dev/null; do
+		if debug_built; then
+			debug_module || :
+			break
+		fi
+		sleep 1
+	done
+	wait "$make_pid" || built=0
 fi
 if [ "$built" -eq 0 ]; then
 	echo "pass=0 fail=1 skip=0" > "$results/build.counts"
@@ -318,14 +353,9 @@ debug_block() {
 	lib) which="--tests $O/tests/lib --filter $debug_lib
 		--load pool_size=256M --env GPUPOOL_BACKEND=kernel" ;;
 	esac
-	# The module for it: built by whichever part comes first (the lock),
-	# found up to date by the other.
-	if [ "$(cat "$dbg_rc_file" 2>/dev/null)" = 0 ] &&
-	   dbg=$(cat "$dbg_out") &&
-	   drel=$(cat "$dbg/include/config/kernel.release") &&
-	   mkdir -p "$O/kmod" &&
-	   flock "$O/kmod/debug.lock" "$top/scripts/build-module.sh" \
-		"$drel" "$O/kmod/debug" "$dbg" >/dev/null; then
+	# The module for it: built beside the tree when the kernel was ready
+	# then, otherwise by whichever part comes first.
+	if debug_module; then
 		step "VM suite on the debug kernel $drel, part $part"
 		# shellcheck disable=SC2086 # $which: options and their words
 		vm "debug-$part" --kernel "$dbg/arch/x86/boot/bzImage" \
@@ -338,14 +368,6 @@ debug_block() {
 		echo "pass=0 fail=1 skip=0" > "$results/debug-kernel.counts"
 		return 1
 	fi
-}
-
-# Has the debug kernel's build ended (its status written, or the process
-# gone or a zombie without writing one: then it failed)?
-debug_built() {
-	[ -e "$dbg_rc_file" ] && return 0
-	st=$(sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$dbg_pid/stat" 2>/dev/null)
-	[ -z "$st" ] || [ "$st" = Z ]
 }
 
 deb_block() {
