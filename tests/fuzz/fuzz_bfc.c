@@ -185,9 +185,8 @@ static void compare(struct st *s, const char *op)
 	FZ_ASSERT(k == s->nlive, "after %s: %u chunks in use, %u held", op, k,
 		  s->nlive);
 
-	m_peaks(&s->m);
 	bfc_get_stats(s->b, &got);
-	m_stats(&s->m, &want);
+	m_stats_after_op(&s->m, &want);
 	/* Exact while free_bytes < 2^44, within a ppm above (bfc.h). */
 	if (got.free_bytes >= (1ull << 44) &&
 	    got.fragmentation_ppm + 1 >= want.fragmentation_ppm &&

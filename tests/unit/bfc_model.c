@@ -542,9 +542,8 @@ static void compare_stats(struct __test_metadata *_metadata,
 {
 	struct bfc_stats s, ms;
 
-	m_peaks(&self->m);
 	bfc_get_stats(self->b, &s);
-	m_stats(&self->m, &ms);
+	m_stats_after_op(&self->m, &ms);
 #define SAME(f) MASSERT(s.f == ms.f, "stats." #f " %llu, model %llu", \
 			(unsigned long long)s.f, (unsigned long long)ms.f);
 	BFC_MODEL_STATS(SAME)
