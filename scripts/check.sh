@@ -323,13 +323,15 @@ slurm_block() {
 # The debug kernel's suite, once its build (started above) has ended, in
 # two VMs that the two lanes can run side by side (each about 5 minutes):
 # part 1 the tests that take longest there, part 2 all the others (a new
-# test lands in part 2 without anyone naming it).  A third, part lib, runs
-# the library's suites that reach the pages on the kernel backend there,
-# where chunks are mapped with 2 MiB entries (huge_maps): registration
-# through the CUDA double, O_DIRECT and io_uring fixed buffers, sharing
-# (the whole library suite runs on the stock kernels' lib blocks; fork on
-# 2 MiB entries is the VM suite's huge_maps).
-debug_heavy="fault_inject,load_many,cgroup_churn,bfc_selftest,ctl_output,attacks"
+# test lands in part 2 without anyone naming it).  Part 1 then runs, in
+# the same VM (run-vm.sh --then: a boot and a kmemleak scan fewer than a
+# VM of their own), the library's suites that reach the pages on the
+# kernel backend there, where chunks are mapped with 2 MiB entries
+# (huge_maps): registration through the CUDA double, O_DIRECT and
+# io_uring fixed buffers, sharing (the whole library suite runs on the
+# stock kernels' lib blocks; fork on 2 MiB entries is the VM suite's
+# huge_maps).  The split keeps the parts within a minute of each other.
+debug_heavy="fault_inject,load_many,bfc_selftest,ctl_output,attacks"
 debug_lib="host_alloc,read_file,share_fork"
 debug_block() {
 	part=$1
@@ -348,10 +350,10 @@ debug_block() {
 	done
 	[ "$part" = 1 ] && cat "$dbg_log"
 	case $part in
-	1) which="--tests $O/tests/vm --filter $debug_heavy" ;;
-	2) which="--tests $O/tests/vm --exclude $debug_heavy" ;;
-	lib) which="--tests $O/tests/lib --filter $debug_lib
+	1) which="--tests $O/tests/vm --filter $debug_heavy --then
+		--tests $O/tests/lib --filter $debug_lib
 		--load pool_size=256M --env GPUPOOL_BACKEND=kernel" ;;
+	2) which="--tests $O/tests/vm --exclude $debug_heavy" ;;
 	esac
 	# The module for it: built beside the tree when the kernel was ready
 	# then, otherwise by whichever part comes first.
@@ -424,7 +426,7 @@ for suite in lib torch py; do
 		blocks="$blocks $suite-$k"
 	done
 done
-debug_parts="debug-1 debug-2 debug-lib"
+debug_parts="debug-1 debug-2"
 lane() {
 	for b in $blocks; do
 		for d in $debug_parts; do

@@ -30,6 +30,10 @@
 #   --run COMMAND       instead of test programs, run COMMAND (sh -c) once as
 #                       the single "test" named run: it passes when COMMAND
 #                       exits 0 and the kernel log stays clean (make demo)
+#   --then              --tests, --filter, --exclude, --load and --env before
+#                       it make one group of tests; those after it another,
+#                       run next in the same VM (one boot, one kmemleak scan
+#                       at the end), each group with its own options only
 #   --no-pvh            boot the bzImage through the firmware (slow) instead
 #                       of the extracted vmlinux through PVH
 #   --quiet             don't stream the test output while it runs
@@ -50,6 +54,19 @@ pvh=1 load=0 run_cmd='' envs=() load_params='' mem='' smp=2 numa=0 kmemleak=end 
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-2}"; }
 die() { echo "run-vm: $*" >&2; exit 2; }
+q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+# The groups of tests (--then): each group's options, one array entry a
+# group; its --env variables as the export lines of its configuration.
+g_tests=() g_filter=() g_exclude=() g_load=() g_load_params=() g_envs=()
+end_group() {
+	g_tests+=("$tests") g_filter+=("$filter") g_exclude+=("$exclude")
+	g_load+=("$load") g_load_params+=("$load_params")
+	g_envs+=("$(for e in ${envs[@]+"${envs[@]}"}; do
+		echo "export ${e%%=*}=$(q "${e#*=}")"
+	done)")
+	tests='' filter='' exclude='' load=0 load_params='' envs=()
+}
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -72,6 +89,7 @@ while [ $# -gt 0 ]; do
 	--load) load=1; load_params=$2; shift 2 ;;
 	--env) [[ $2 == [A-Za-z_]*=* ]] || die "--env: VAR=VALUE"; envs+=("$2"); shift 2 ;;
 	--run) run_cmd=$2; shift 2 ;;
+	--then) end_group; shift ;;
 	--no-pvh) pvh=0; shift ;;
 	--quiet) quiet=1; shift ;;
 	-h|--help) usage 0 ;;
@@ -79,7 +97,11 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
+end_group
 [ -n "$kernel" ] || { echo "run-vm: --kernel is required" >&2; usage; }
+if [ ${#g_tests[@]} -gt 1 ] && { [ $shell = 1 ] || [ -n "$run_cmd" ]; }; then
+	die "--then: groups of tests, not with --shell or --run"
+fi
 case $kmemleak in end|each|off) ;; *) die "--kmemleak: end, each or off" ;; esac
 [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout: seconds"
 [[ $test_timeout =~ ^[0-9]+$ ]] || die "--test-timeout: seconds"
@@ -169,10 +191,13 @@ if [ $pvh = 1 ]; then
 fi
 
 # --- what the guest runs ------------------------------------------------------
-tests=${tests:-$builddir/tests/vm}
-if [ -d "$tests" ]; then tests=$(cd "$tests" && pwd)
-elif [ $shell = 0 ]; then die "tests directory $tests not found (build it: make -C tests/vm O=...)"
-fi
+for k in "${!g_tests[@]}"; do
+	t=${g_tests[k]:-$builddir/tests/vm}
+	if [ -d "$t" ]; then t=$(cd "$t" && pwd)
+	elif [ $shell = 0 ]; then die "tests directory $t not found (build it: make -C tests/vm O=...)"
+	fi
+	g_tests[k]=$t
+done
 if [ -n "$ko" ]; then
 	[ -f "$ko" ] || die "--ko $ko: no such file"
 	ko=$(realpath "$ko")
@@ -181,29 +206,36 @@ fi
 scratch=$vmdir/scratch
 rm -rf "$scratch"
 mkdir -p "$scratch"
-q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 {
 	echo "export VM_MODE=$([ $shell = 1 ] && echo shell || echo test)"
 	echo "export VM_REPO=$(q "$repo")"
 	echo "export VM_RUNNER=$(q "$here/guest-run.sh")"
 	echo "export VM_SCRATCH=$(q "$scratch")"
-	echo "export VM_FILTER=$(q "$filter")"
-	echo "export VM_EXCLUDE=$(q "$exclude")"
 	echo "export VM_TEST_TIMEOUT=$(q "$test_timeout")"
 	echo "export VM_KMEMLEAK=$(q "$kmemleak")"
-	echo "export GPUPOOL_TESTS_DIR=$(q "$tests")"
 	echo "export GPUPOOL_KO=$(q "$ko")"
-	echo "export VM_LOAD_PARAMS=$(q "$load_params")"
-	echo "export VM_LOAD=$load"
 	echo "export VM_RUN=$(q "$run_cmd")"
-	for e in ${envs[@]+"${envs[@]}"}; do
-		echo "export ${e%%=*}=$(q "${e#*=}")"
-	done
+	echo "export VM_GROUPS=${#g_tests[@]}"
+	# --shell: one group, for vm/init (--load) and the shell (--env)
+	if [ $shell = 1 ]; then
+		echo "export VM_LOAD_PARAMS=$(q "${g_load_params[0]}")"
+		echo "${g_envs[0]}"
+	fi
 	# Host paths the guest must still see once /tmp and /run are tmpfs:
 	# the build tree too, which may lie outside the repository (O=), and
 	# where tests find the tools (<build>/tools/gpupoolctl).
-	echo "VM_KEEP=$(q "$here $tests ${ko:+$(dirname "$ko")} $repo $builddir")"
+	echo "VM_KEEP=$(q "$here ${g_tests[*]} ${ko:+$(dirname "$ko")} $repo $builddir")"
 } > "$scratch/run.conf"
+for k in "${!g_tests[@]}"; do
+	{
+		echo "export GPUPOOL_TESTS_DIR=$(q "${g_tests[k]}")"
+		echo "export VM_FILTER=$(q "${g_filter[k]}")"
+		echo "export VM_EXCLUDE=$(q "${g_exclude[k]}")"
+		echo "export VM_LOAD=${g_load[k]}"
+		echo "export VM_LOAD_PARAMS=$(q "${g_load_params[k]}")"
+		echo "${g_envs[k]}"
+	} > "$scratch/group-$((k + 1)).conf"
+done
 
 # --- qemu ----------------------------------------------------------------------
 if [ $numa = 1 ]; then
