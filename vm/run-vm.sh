@@ -247,12 +247,12 @@ mem=${mem:-1G}
 mem_mb=$(numfmt --from=iec "${mem%B}" 2>/dev/null) || die "--mem $mem: e.g. 1G, 512M"
 mem_mb=$((mem_mb / 1048576))
 
-# Otherwise each vCPU is a socket of its own: SeaBIOS's MP table lists the
-# first CPU of each socket only, and a kernel without ACPI (the debug
-# kernel, vm/debug-kernel.config) finds its CPUs there.  With --numa each
-# node is a socket of its own: CPUs of one socket (one LLC) on two nodes
-# make the kernel WARN in topology_sane() at boot (such a kernel has ACPI:
-# the nodes come from its SRAT).
+# Each vCPU is a socket of its own: SeaBIOS's MP table lists the first CPU
+# of each socket only, and a kernel without ACPI (the debug kernel,
+# vm/debug-kernel.config) finds its CPUs there.  With --numa each node is
+# a socket instead: CPUs of one socket (one LLC) on two nodes make the
+# kernel WARN in topology_sane() at boot (such a kernel has ACPI: the
+# nodes come from its SRAT).
 smp_arg="$smp,sockets=$smp,cores=1,threads=1"
 [ $numa = 1 ] && smp_arg="$smp,sockets=2,cores=$((smp / 2)),threads=1"
 # thread=single: all vCPUs take turns on one host thread.  With a thread
