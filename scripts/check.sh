@@ -44,28 +44,24 @@ step() {
 	echo "==== $* ==== [$(( $(date +%s) - t0 )) s]"
 }
 
-# The debug kernel takes minutes to build and most suites below leave a
-# core idle (single-threaded tests, VMs waiting): build it meanwhile, at
-# the lowest priority, so the suites keep the CPU they ask for; when the
-# cache (GPUPOOL_CACHE, default /var/cache/gpupool) holds a valid build,
-# this only checks it and prints its path.  --hold $$: no other clone's
-# check removes that build while this one runs.  Its output goes to a
-# file, shown when the debug-kernel step collects it.
+# The debug kernel: when the cache (GPUPOOL_CACHE, default
+# /var/cache/gpupool) holds a valid build, the script only checks it and
+# prints its path, in a second or two.  Otherwise it builds it (about 700
+# s on two idle cores), beside the tree's build and before any suite: the
+# suites wait for it (below).  --hold $$: no other clone's check removes
+# that build while this one runs.  Its output goes to a file, shown when
+# the debug kernel's first part collects it.
 dbg_out=$O/debug-kernel.out
 dbg_log=$O/debug-kernel.log
 mkdir -p "$O"
 # setsid: a process group of its own, so that stopping it stops its makes.
-# A new session is also a scheduling group of its own where the kernel
-# groups tasks by session (sched_autogroup, on in Debian's kernels), and a
-# group competes with the others at its own nice value, whatever its
-# tasks' nice: the group's must be lowered too, or the build takes half of
-# the CPU from the suites (each VM suite then ran twice as long).
+# (A session is also a scheduling group of its own under sched_autogroup,
+# at the default nice: beside the tree's build it gets half the CPU.)
 # Its exit status goes to $dbg_rc_file when it ends: the lanes below poll
 # for it (a lane is a subshell, which cannot wait for its parent's child).
 dbg_rc_file=$O/debug-kernel.rc
 rm -f "$dbg_rc_file"
-setsid sh -c 'echo 19 2>/dev/null >/proc/self/autogroup; rc_file=$1; shift
-	nice -n 19 "$@"; echo $? > "$rc_file"' \
+setsid sh -c 'rc_file=$1; shift; "$@"; echo $? > "$rc_file"' \
 	debug-kernel "$dbg_rc_file" "$top/scripts/debug-kernel.sh" --hold "$$" \
 	> "$dbg_out" 2> "$dbg_log" &
 dbg_pid=$!
@@ -342,9 +338,6 @@ debug_block() {
 	# before the console under KASAN.  no5lvl: 4-level paging, which 7.2
 	# no longer lets the configuration choose (vm/debug-kernel.config,
 	# CONFIG_X86_5LEVEL).
-	while ! debug_built; do
-		sleep 5
-	done
 	[ "$part" = 1 ] && cat "$dbg_log"
 	case $part in
 	1) which="--tests $O/tests/vm --filter $debug_heavy --then
@@ -379,10 +372,7 @@ deb_block() {
 # single-threaded TCG, see vm/run-vm.sh), take the blocks in turn: each
 # stock kernel's module suites (the host suites beside the first), the
 # Debian packages' check, the tenants' suites, each kernel's library
-# suites, and the debug kernel's suite, which a lane takes as soon as that
-# kernel is built
-# (at once when the cache has it; otherwise its build, at the lowest
-# priority, gets what the lanes leave, then the cores once they are done).
+# suites, and the debug kernel's two parts, which the lanes take first.
 # Whichever lane is free takes the next block, so that neither core idles
 # while the other has two blocks still to run.  A block is claimed by
 # creating its directory (atomic); its output goes to a log of its own,
@@ -425,22 +415,27 @@ for suite in lib torch; do
 done
 debug_parts="debug-1 debug-2"
 lane() {
-	for b in $blocks; do
-		for d in $debug_parts; do
-			if debug_built && claim "$d"; then
-				run_block "$d"
-			fi
-		done
+	for b in $debug_parts $blocks; do
 		if claim "$b"; then
 			run_block "$b"
 		fi
 	done
-	for d in $debug_parts; do
-		if claim "$d"; then
-			run_block "$d"
-		fi
-	done
 }
+# A first run on this machine builds the debug kernel: the lanes start
+# when it is done, so that it has both cores and its parts, the longest
+# blocks, start as early as they can.  Built at the lowest priority
+# beside the lanes instead, it got a tenth of the CPU until the other
+# blocks were done, and those ran slower beside it (docs/development.md
+# has the figures of both orders).
+if ! debug_built; then
+	echo
+	echo "check: building the debug kernel (nothing in the cache for its configuration); the suites start when it is done"
+	while ! debug_built; do
+		sleep 5
+	done
+	echo "check: the debug kernel's build ended after $(( $(date +%s) - t0 )) s"
+	debug_module || :
+fi
 lane &
 lane_pid=$!
 lane
