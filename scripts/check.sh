@@ -424,9 +424,9 @@ lane() {
 # A first run on this machine builds the debug kernel: the lanes start
 # when it is done, so that it has both cores and its parts, the longest
 # blocks, start as early as they can.  Built at the lowest priority
-# beside the lanes instead, it got a tenth of the CPU until the other
-# blocks were done, and those ran slower beside it (docs/development.md
-# has the figures of both orders).
+# beside the lanes instead, it got what they left until the other blocks
+# were done, those took more CPU time beside it, and its parts came last
+# (docs/development.md has first runs in both orders).
 if ! debug_built; then
 	echo
 	echo "check: building the debug kernel (nothing in the cache for its configuration); the suites start when it is done"
