@@ -220,17 +220,22 @@ TEST(unload_with_held_pages)
 	close(pfd[1]);
 }
 
-/* One chunk quarantined every 40 ms for 2 s, each let go by its pipe right
- * after: the rechecks (every 100 ms) must still run and give them back.
- * The module once postponed the pending recheck at every quarantine
- * (mod_delayed_work), so a steady trickle kept every quarantined chunk,
- * anyone's, out of the pool for as long as it lasted: about 50 here.
+/* One chunk quarantined every 40 ms or more for 2 s or more, each let go by
+ * its pipe right after: the rechecks (every 100 ms) must still run during
+ * the trickle and give them back.  The module once postponed the pending
+ * recheck at every quarantine (mod_delayed_work), so a steady trickle kept
+ * every quarantined chunk, anyone's, out of the pool for as long as it
+ * lasted: the count only grew, to all 50 here.  What is asserted is that
+ * shape, not a rate: the count fell during the trickle, and at its end
+ * fewer than half are still waiting.  How many are left depends on how
+ * long the VM's recheck worker waited for a CPU (8 or fewer on an idle
+ * host; 10 once on the debug kernel beside another VM).
  */
 TEST(steady_quarantine_does_not_postpone_rechecks)
 {
 	struct iovec iov;
-	int fd, pfd[2], i, j;
-	uint64_t h, left;
+	int fd, pfd[2], i, j, falls = 0;
+	uint64_t h, left, prev = 0, now;
 	char *p;
 
 	GP_REQUIRE();
@@ -251,15 +256,21 @@ TEST(steady_quarantine_does_not_postpone_rechecks)
 		/* The zeroing worker finds it held by the pipe: quarantined. */
 		for (j = 0; j < 2000 && gp_pool().zeroing; j++)
 			usleep(1000);
-		ASSERT_LE(1, gp_pool().chunks_quarantined);
+		now = gp_pool().chunks_quarantined;
+		ASSERT_LE(1, now);
+		/* This one was added since: a recheck gave some back. */
+		if (now < prev + 1)
+			falls++;
+		prev = now;
 		close(pfd[0]);
 		close(pfd[1]);
 		usleep(40 * 1000);
 	}
-	/* Only the last few 100 ms may still be waiting for a recheck. */
 	left = gp_pool().chunks_quarantined;
-	EXPECT_GE(8, left) TH_LOG("%llu chunks still quarantined",
-				  (unsigned long long)left);
+	TH_LOG("%llu chunks still quarantined; the count fell %d times",
+	       (unsigned long long)left, falls);
+	EXPECT_LT(0, falls);
+	EXPECT_GT(25, left);
 	EXPECT_EQ(0, gp_wait_quiet(10000, 1));
 	EXPECT_EQ(2 * MiB, gp_pool().free);
 	close(fd);
