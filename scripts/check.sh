@@ -57,8 +57,9 @@ mkdir -p "$O"
 # setsid: a process group of its own, so that stopping it stops its makes.
 # (A session is also a scheduling group of its own under sched_autogroup,
 # at the default nice: beside the tree's build it gets half the CPU.)
-# Its exit status goes to $dbg_rc_file when it ends: the lanes below poll
-# for it (a lane is a subshell, which cannot wait for its parent's child).
+# Its exit status goes to $dbg_rc_file when it ends, where debug_built
+# and debug_module below look for it: they are called while the tree
+# builds, before the lanes and in them, where no `wait` would do.
 dbg_rc_file=$O/debug-kernel.rc
 rm -f "$dbg_rc_file"
 setsid sh -c 'rc_file=$1; shift; "$@"; echo $? > "$rc_file"' \
