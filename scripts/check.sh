@@ -15,9 +15,8 @@
 #   4. the whole VM suite on the debug kernel, in two VMs (Linux 7.2 with KASAN,
 #      lockdep, UBSAN, kmemleak, cgroup v2 with dmem; scripts/debug-kernel.sh
 #      builds it once per machine into /var/cache/gpupool, shared by every
-#      clone, then checks and reuses it: in the background, at the lowest
-#      CPU priority, from the start, so that it takes only what the other
-#      suites leave idle)
+#      clone, then checks and reuses it; when it must build it, it does so
+#      beside the tree's build, and the suites start when it is done)
 #   5. the Debian packages: built, lintian, installed here (DKMS builds the
 #      module for both kernels), upgraded from an older build, the installed
 #      module loaded in a VM per kernel, purged (scripts/deb-check.sh)
@@ -430,7 +429,7 @@ lane() {
 # (docs/development.md has first runs in both orders).
 if ! debug_built; then
 	echo
-	echo "check: building the debug kernel (nothing in the cache for its configuration); the suites start when it is done"
+	echo "check: the debug kernel is not ready yet (being built, here or by another check on this machine); the suites start when it is"
 	while ! debug_built; do
 		sleep 5
 	done
