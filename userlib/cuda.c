@@ -142,6 +142,8 @@ void gp_cuda_load(struct gp_ctx *ctx, const char *path, char *why, size_t len)
 	} while (0);
 	GP_CUDA_FUNCS(GP_CUDA_RESOLVE)
 #undef GP_CUDA_RESOLVE
+	*(void **)&c->exchange_capture_mode =
+		dlsym(dl, "cudaThreadExchangeStreamCaptureMode");
 	c->dl = dl;
 
 	e = c->cudaGetDeviceCount(&c->device_count);
@@ -185,6 +187,58 @@ const char *gp_cuda_errstr(struct gp_ctx *ctx, cudaError_t e)
 			ctx->cuda.cudaGetErrorString(e) : NULL;
 
 	return s ? s : "unknown CUDA error";
+}
+
+/* This thread's capture mode relaxed around one call (cuda.h says why). */
+static int gp_capture_relax(struct gp_ctx *ctx)
+{
+	int mode = cudaStreamCaptureModeRelaxed;
+
+	if (!ctx->cuda.exchange_capture_mode ||
+	    ctx->cuda.exchange_capture_mode(&mode) != cudaSuccess) {
+		if (ctx->cuda.exchange_capture_mode)
+			ctx->cuda.cudaGetLastError();
+		return -1;
+	}
+	return mode;
+}
+
+static void gp_capture_restore(struct gp_ctx *ctx, int mode)
+{
+	if (mode >= 0 && ctx->cuda.exchange_capture_mode(&mode) != cudaSuccess)
+		ctx->cuda.cudaGetLastError();
+}
+
+cudaError_t gp_cuda_host_register(struct gp_ctx *ctx, void *addr, size_t size,
+				  unsigned int flags)
+{
+	int mode = gp_capture_relax(ctx);
+	cudaError_t e = ctx->cuda.cudaHostRegister(addr, size, flags);
+
+	if (e != cudaSuccess)
+		ctx->cuda.cudaGetLastError();
+	gp_capture_restore(ctx, mode);
+	return e;
+}
+
+cudaError_t gp_cuda_host_unregister(struct gp_ctx *ctx, void *addr)
+{
+	int mode = gp_capture_relax(ctx);
+	cudaError_t e = ctx->cuda.cudaHostUnregister(addr);
+
+	if (e != cudaSuccess)
+		ctx->cuda.cudaGetLastError();
+	gp_capture_restore(ctx, mode);
+	return e;
+}
+
+cudaError_t gp_cuda_host_devptr(struct gp_ctx *ctx, void *addr, void **dev)
+{
+	cudaError_t e = ctx->cuda.cudaHostGetDevicePointer(dev, addr, 0);
+
+	if (e != cudaSuccess)
+		ctx->cuda.cudaGetLastError();
+	return e;
 }
 
 int gp_cuda_numa_node(struct gp_ctx *ctx, int device)

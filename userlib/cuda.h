@@ -28,6 +28,7 @@ typedef struct CUevent_st *cudaEvent_t;
 #define cudaHostRegisterPortable	0x01
 #define cudaHostRegisterMapped		0x02
 #define cudaEventDisableTiming		0x02
+#define cudaStreamCaptureModeRelaxed	2
 #endif
 
 /* X(return, name, parameters): every entry point the library calls. */
@@ -43,6 +44,7 @@ typedef struct CUevent_st *cudaEvent_t;
 	X(cudaError_t, cudaMemGetInfo, (size_t *, size_t *))			\
 	X(cudaError_t, cudaHostRegister, (void *, size_t, unsigned int))	\
 	X(cudaError_t, cudaHostUnregister, (void *))				\
+	X(cudaError_t, cudaHostGetDevicePointer, (void **, void *, unsigned int))	\
 	X(cudaError_t, cudaMalloc, (void **, size_t))				\
 	X(cudaError_t, cudaFree, (void *))					\
 	X(cudaError_t, cudaEventCreateWithFlags, (cudaEvent_t *, unsigned int))	\
@@ -111,6 +113,9 @@ struct gp_cu {
 #undef GP_CU_MEMBER
 };
 
+/* cudaThreadExchangeStreamCaptureMode (CUDA 10.1 and later; optional). */
+typedef cudaError_t (*gp_capture_mode_fn)(void *mode);
+
 struct gp_cuda {
 	void *dl;		/* dlopen handle, NULL when off */
 	int usable;		/* loaded and at least one device */
@@ -121,6 +126,7 @@ struct gp_cuda {
 #define GP_CUDA_MEMBER(ret, name, args) ret (*name) args;
 	GP_CUDA_FUNCS(GP_CUDA_MEMBER)
 #undef GP_CUDA_MEMBER
+	gp_capture_mode_fn exchange_capture_mode;	/* NULL if absent */
 	struct gp_cu cu;	/* the driver's, for the virtual mode */
 };
 
@@ -138,6 +144,21 @@ void gp_cuda_load_driver(struct gp_ctx *ctx);
 int gp_cuda_numa_node(struct gp_ctx *ctx, int device);
 /* The runtime's words for an error. */
 const char *gp_cuda_errstr(struct gp_ctx *ctx, cudaError_t e);
+
+/*
+ * Register host memory with CUDA, and unregister it.  Both run with this
+ * thread's stream-capture mode relaxed for the call: a registration is a
+ * "potentially unsafe" call, which CUDA refuses while any thread captures
+ * a graph in the global mode (cudaErrorStreamCaptureUnsupported), and the
+ * refusal invalidates that capture.  A pool that grows while its caller
+ * captures (pin_memory() in a captured region) must neither fail nor
+ * break the capture.  The last error is cleared on failure.
+ */
+cudaError_t gp_cuda_host_register(struct gp_ctx *ctx, void *addr, size_t size,
+				  unsigned int flags);
+cudaError_t gp_cuda_host_unregister(struct gp_ctx *ctx, void *addr);
+/* The device address of registered host memory (cudaHostGetDevicePointer). */
+cudaError_t gp_cuda_host_devptr(struct gp_ctx *ctx, void *addr, void **dev);
 
 /* Make `device` current, remembering the previous one; restore it. */
 int gp_cuda_enter(struct gp_ctx *ctx, int device, int *saved);

@@ -268,6 +268,34 @@ static int gp_find_chunk(void *arg, const struct bfc_chunk_info *c)
 	return -1;
 }
 
+/* host_lock held.  The segment holding addr, or NULL. */
+static struct gp_seg *gp_host_seg_at(struct gp_ctx *ctx, uint64_t addr)
+{
+	struct gp_list *pos;
+
+	gp_list_each(pos, &ctx->host->segs) {
+		struct gp_seg *s = gp_list_entry(pos, struct gp_seg, link);
+
+		if (addr >= s->addr && addr - s->addr < s->size)
+			return s;
+	}
+	return NULL;
+}
+
+/* host_lock held.  fn on the chunks of a pool segment from its start. */
+static void gp_seg_walk(struct gp_ctx *ctx, struct gp_seg *seg,
+			int (*fn)(void *arg, const struct bfc_chunk_info *c),
+			void *arg)
+{
+	struct bfc_cursor cur;
+
+	memset(&cur, 0, sizeof(cur));
+	cur.pos = seg->addr;
+	while (bfc_walk_chunks(ctx->host->hp[seg->kind].b, &cur, 0, fn, arg) ==
+	       BFC_WALK_MORE)
+		;
+}
+
 /* host_lock held.  The segment of the buffer holding [addr, addr + len),
  * or NULL.
  */
@@ -275,30 +303,54 @@ static struct gp_seg *gp_host_find(struct gp_ctx *ctx, uint64_t addr,
 				   uint64_t len)
 {
 	struct gp_find f = { .addr = addr, .len = len };
-	struct gp_seg *seg = NULL;
-	struct bfc_cursor cur;
-	struct gp_list *pos;
+	struct gp_seg *seg = gp_host_seg_at(ctx, addr);
 
-	gp_list_each(pos, &ctx->host->segs) {
-		struct gp_seg *s = gp_list_entry(pos, struct gp_seg, link);
-
-		if (addr >= s->addr && addr - s->addr < s->size) {
-			seg = s;
-			break;
-		}
-	}
 	if (!seg || len > seg->size - (addr - seg->addr))
 		return NULL;
 	if (seg->kind == GP_SEG_OWN || seg->kind == GP_SEG_IMPORT)
 		return seg;
 	if (seg->kind >= GP_NR_HPOOLS)
 		return NULL;
-	memset(&cur, 0, sizeof(cur));
-	cur.pos = seg->addr;
-	while (bfc_walk_chunks(ctx->host->hp[seg->kind].b, &cur, 0, gp_find_chunk,
-			       &f) == BFC_WALK_MORE)
-		;
+	gp_seg_walk(ctx, seg, gp_find_chunk, &f);
 	return f.found == 1 ? seg : NULL;
+}
+
+struct gp_block_find {
+	uint64_t addr, base;
+	int found;		/* 1 inside a block in use, -1 not */
+};
+
+static int gp_find_block(void *arg, const struct bfc_chunk_info *c)
+{
+	struct gp_block_find *f = arg;
+
+	if (c->addr + c->size <= f->addr)
+		return 0;
+	f->found = c->in_use && c->addr <= f->addr ? 1 : -1;
+	f->base = c->addr;
+	return -1;
+}
+
+int gp_host_lookup(struct gp_ctx *ctx, uint64_t addr, uint64_t *base)
+{
+	struct gp_block_find f = { .addr = addr };
+	struct gp_seg *seg;
+
+	pthread_mutex_lock(&ctx->host->lock);
+	seg = gp_host_seg_at(ctx, addr);
+	if (seg && seg->kind < GP_NR_HPOOLS) {
+		gp_seg_walk(ctx, seg, gp_find_block, &f);
+	} else if (seg) {	/* a buffer of its own, in use while mapped */
+		f.found = 1;
+		f.base = seg->addr;
+	}
+	pthread_mutex_unlock(&ctx->host->lock);
+	if (!seg)
+		return -ENOENT;
+	if (f.found != 1)
+		return -EINVAL;
+	*base = f.base;
+	return 0;
 }
 
 int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,

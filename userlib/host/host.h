@@ -60,6 +60,12 @@ void gp_host_unlock(struct gp_ctx *ctx);
 int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,
 		   int (*fn)(void *arg, const struct gp_seg *seg), void *arg);
 
+/* Where addr lies: 0 inside a buffer in use, which starts at *base;
+ * -EINVAL inside a segment of the context but in no buffer in use (a
+ * freed one, say); -ENOENT outside every segment.  Takes host_lock.
+ */
+int gp_host_lookup(struct gp_ctx *ctx, uint64_t addr, uint64_t *base);
+
 /* The backends' figures for gp_host_stats (host_lock held, or at open). */
 void gp_host_mapped(struct gp_ctx *ctx);
 void gp_host_unmapped(struct gp_ctx *ctx);

@@ -82,10 +82,9 @@ int gp_seg_register(struct gp_ctx *ctx, struct gp_seg *seg)
 	if (ctx->opt.flags & GP_OPEN_HOST_MAPPED)
 		fl |= cudaHostRegisterMapped;
 	ctx->host->st.register_calls++;
-	e = ctx->cuda.cudaHostRegister((void *)(uintptr_t)seg->addr, seg->size,
-				       fl);
+	e = gp_cuda_host_register(ctx, (void *)(uintptr_t)seg->addr,
+				  seg->size, fl);
 	if (e != cudaSuccess) {
-		ctx->cuda.cudaGetLastError();
 		if (e == cudaErrorInitializationError)
 			return host_cuda_refused(ctx, e);
 		return gp_err(ctx, -EIO, "cudaHostRegister of %llu bytes failed: %s",
@@ -105,9 +104,7 @@ void gp_seg_unregister(struct gp_ctx *ctx, struct gp_seg *seg)
 	if (!seg->registered)
 		return;
 	ctx->host->st.unregister_calls++;
-	if (ctx->cuda.cudaHostUnregister((void *)(uintptr_t)seg->addr) !=
-	    cudaSuccess)
-		ctx->cuda.cudaGetLastError();
+	gp_cuda_host_unregister(ctx, (void *)(uintptr_t)seg->addr);
 	seg->registered = false;
 	ctx->host->st.registered--;
 }
