@@ -40,8 +40,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cuda.h"		/* userlib/cuda.h: the runtime's types */
-#include "cudart_double.h"
+#include "cudart_double_internal.h"
 
 #if !GP_HAVE_CUDA_HEADERS
 #define cdd_kind_t int
@@ -52,15 +51,15 @@
 #define cudaErrorInvalidResourceHandle		400
 #define cudaErrorHostMemoryAlreadyRegistered	712
 #define cudaErrorHostMemoryNotRegistered	713
+#define cudaErrorStreamCaptureUnsupported	900
 #else
 #define cdd_kind_t enum cudaMemcpyKind
 #define cdd_qres_t enum cudaDriverEntryPointQueryResult
 #endif
 
-#define CDD_API __attribute__((visibility("default")))
 #define CDD_MAX_DEV 8
 /* Some calls count outside the lock (threads call them at once). */
-#define CDD_COUNT(fn) __atomic_fetch_add(&S.c.calls[fn], 1, __ATOMIC_RELAXED)
+#define CDD_COUNT(fn) cdd_count(fn)
 
 struct cdd_reg { uintptr_t p; size_t n; struct cdd_reg *next; };
 struct cdd_blk { uintptr_t p; size_t n; int dev; struct cdd_blk *next; };
@@ -121,7 +120,19 @@ static void cdd_violation(const char *fmt, ...)
 	fprintf(stderr, "cudart_double: violation: %s\n", S.violation);
 }
 
-static cudaError_t cdd_ret(cudaError_t e)
+void cdd_count(enum cdd_fn fn)
+{
+	__atomic_fetch_add(&S.c.calls[fn], 1, __ATOMIC_RELAXED);
+	if (cdd_capture_active())
+		__atomic_fetch_add(&S.c.calls_in_capture, 1, __ATOMIC_RELAXED);
+}
+
+int cdd_runtime_version(void)
+{
+	return S.rt_version;
+}
+
+cudaError_t cdd_ret(cudaError_t e)
 {
 	if (e != cudaSuccess)
 		cdd_last = e;
@@ -169,6 +180,7 @@ CDD_API void cdd_reset(void)
 	S.violation[0] = 0;
 	snprintf(S.bus_id, sizeof(S.bus_id), "0000:00:00.0");
 	pthread_mutex_unlock(&cdd_lock);
+	cdd_capture_reset();
 }
 
 CDD_API void cdd_set_device_count(int n) { S.devices = n > CDD_MAX_DEV ? CDD_MAX_DEV : n; }
@@ -216,6 +228,19 @@ CDD_API void cdd_get_counts(struct cdd_counts *c)
 	pthread_mutex_lock(&cdd_lock);
 	*c = S.c;
 	pthread_mutex_unlock(&cdd_lock);
+	cdd_capture_counts(c);
+}
+
+int cdd_registered_at(uintptr_t p)
+{
+	struct cdd_reg *r;
+	int found = 0;
+
+	pthread_mutex_lock(&cdd_lock);
+	for (r = S.regs; r && !found; r = r->next)
+		found = p - r->p < r->n;
+	pthread_mutex_unlock(&cdd_lock);
+	return found;
 }
 
 CDD_API size_t cdd_registered_size(const void *p)
@@ -251,7 +276,7 @@ CDD_API uint64_t cdd_check(void)
  */
 static pid_t cdd_owner;
 
-static int cdd_forked(void)
+int cdd_forked(void)
 {
 	pid_t me = getpid(), was = 0;
 
@@ -356,6 +381,10 @@ CDD_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 
 	CDD_NEEDS_DRIVER();
 	(void)flags;
+	if (cdd_capture_refuses()) {
+		CDD_COUNT(CDD_HOST_REGISTER);
+		return cdd_ret(cudaErrorStreamCaptureUnsupported);
+	}
 	pthread_mutex_lock(&cdd_lock);
 	CDD_COUNT(CDD_HOST_REGISTER);
 	if (S.fail_register) {
@@ -394,6 +423,10 @@ CDD_API cudaError_t cudaHostUnregister(void *ptr)
 	cudaError_t ret = cudaErrorHostMemoryNotRegistered;
 
 	CDD_NEEDS_DRIVER();
+	if (cdd_capture_refuses()) {
+		CDD_COUNT(CDD_HOST_UNREGISTER);
+		return cdd_ret(cudaErrorStreamCaptureUnsupported);
+	}
 	pthread_mutex_lock(&cdd_lock);
 	CDD_COUNT(CDD_HOST_UNREGISTER);
 	for (pp = &S.regs; (r = *pp); pp = &r->next) {

@@ -23,6 +23,11 @@ enum cdd_fn {
 	/* The driver's virtual memory management (through the entry points). */
 	CDD_MEM_CREATE, CDD_MEM_RELEASE, CDD_MEM_MAP, CDD_MEM_UNMAP,
 	CDD_MEM_SET_ACCESS, CDD_ADDRESS_RESERVE, CDD_ADDRESS_FREE,
+	/* Pinned host allocations (through the driver, host_alloc.c) and
+	 * stream capture.
+	 */
+	CDD_HOST_ALLOC, CDD_FREE_HOST, CDD_HOST_GET_FLAGS, CDD_HOST_GET_DEVPTR,
+	CDD_CAPTURE_BEGIN, CDD_CAPTURE_END, CDD_CAPTURE_MODE,
 	CDD_NR_FNS
 };
 
@@ -46,7 +51,18 @@ struct cdd_counts {
 	uint64_t reservations;		/* cuMemAddressReserve'd ranges now */
 	uint64_t reserved_bytes;
 	uint64_t create_refused;	/* cuMemCreate out-of-memory answers */
+	/* Stream capture. */
+	uint64_t capturing;		/* captures begun, not ended */
+	uint64_t calls_in_capture;	/* calls made while one was */
+	uint64_t capture_refusals;	/* calls refused as unsafe in a capture
+					 * (each invalidates it) */
 };
+
+/* The device address the double reports for registered host memory (and
+ * the driver double for its allocations): the host address plus this, so
+ * that a test can tell an answer from CUDA from one its caller made up.
+ */
+#define CDD_DEVPTR_DELTA	0x100000000000ull
 
 /* Back to the defaults: 1 device, 1 GiB, nothing injected.  Live
  * registrations, blocks and events are forgotten (not freed).
@@ -83,6 +99,23 @@ size_t cdd_registered_size(const void *p);
  */
 uint64_t cdd_check(void);
 const char *cdd_last_violation(void);
-/* The stream an event was last recorded on (for tests). */
+/*
+ * Pinned host allocations (cudaHostAlloc, cudaMallocHost, cudaFreeHost,
+ * cudaHostGetFlags, and cudaHostGetDevicePointer outside registrations) go
+ * to the driver, as the real runtime's do: libcuda.so.1 is opened, and its
+ * entry points taken from cuGetProcAddress_v2 at the runtime's version
+ * (tests/cudadrv_double).  Without a driver they answer
+ * cudaErrorInsufficientDriver.
+ *
+ * Stream capture: cudaStreamBeginCapture / EndCapture / IsCapturing and
+ * cudaThreadExchangeStreamCaptureMode, with CUDA's rule for "potentially
+ * unsafe" calls (here: registering host memory, allocating and freeing
+ * pinned host memory): refused with
+ * cudaErrorStreamCaptureUnsupported while a capture in the global mode is
+ * under way, or one begun by the calling thread in another mode but
+ * relaxed, unless the calling thread's mode is relaxed; the refusal
+ * invalidates the capture (cudaStreamEndCapture then answers
+ * cudaErrorStreamCaptureInvalidated).
+ */
 
 #endif /* CUDART_DOUBLE_H */

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cudadrv_double.c - a CUDA driver made of host memory, for the tests (see
+ * cudadrv_double.h), built as libcuda.so.1 without symbol versions, as the
+ * real driver is.  Pinned host allocations are anonymous mappings kept on a
+ * list; registrations are another list; one mutex covers both.
+ *
+ * As the driver: nothing but cuInit and cuDriverGetVersion works before
+ * cuInit (CUDA_ERROR_NOT_INITIALIZED); the first process to call cuInit
+ * owns the driver, and in a child of fork() every call answers
+ * CUDA_ERROR_NOT_INITIALIZED; cuMemHostGetFlags and
+ * cuMemHostGetDevicePointer accept any address inside an allocation;
+ * cuGetProcAddress hands out, for a name, the newest version of that entry
+ * point that the caller's cudaVersion knows (cuMemAllocHost is _v2 from
+ * 3.2, cuGetProcAddress _v2 from 12.0), CU_GET_PROC_ADDRESS_VERSION_NOT_-
+ * SUFFICIENT below the first, SYMBOL_NOT_FOUND for a name it lacks.
+ *
+ * The types are the driver's ABI, declared here: the double builds without
+ * the toolkit, and libcuda's headers would rename the legacy entry points
+ * (cuMemAllocHost is a macro for cuMemAllocHost_v2) that it must define.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cudadrv_double.h"
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned int CUdeviceptr_v1;
+#define CUDA_SUCCESS			0
+#define CUDA_ERROR_INVALID_VALUE	1
+#define CUDA_ERROR_OUT_OF_MEMORY	2
+#define CUDA_ERROR_NOT_INITIALIZED	3
+#define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED	712
+#define CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED		713
+#define CUDA_ERROR_NOT_FOUND		500
+#define CU_MEMHOSTALLOC_ALL		0x07	/* portable, devicemap, writecombined */
+#define CDRV_VERSION			13000
+
+#define CDRV_API __attribute__((visibility("default")))
+#define CDRV_COUNT(fn) __atomic_fetch_add(&S.c.calls[fn], 1, __ATOMIC_RELAXED)
+/* At the top of every call that needs an initialized driver. */
+#define CDRV_ENTER(fn) do {						\
+	CUresult r_;							\
+									\
+	CDRV_COUNT(fn);							\
+	r_ = cdrv_state();						\
+	if (r_)								\
+		return r_;						\
+} while (0)
+
+struct cdrv_mem {
+	uintptr_t p;
+	size_t n;
+	unsigned int flags;
+	int registered;		/* cuMemHostRegister'd, not allocated here */
+	struct cdrv_mem *next;
+};
+
+static pthread_mutex_t cdrv_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct cdrv_mem *mems;
+	int fail_alloc;
+	struct cdrv_counts c;
+} S;
+static pid_t cdrv_owner;	/* the process that called cuInit */
+
+/* 0, or the answer of a call that the driver cannot take now. */
+static CUresult cdrv_state(void)
+{
+	pid_t owner = __atomic_load_n(&cdrv_owner, __ATOMIC_ACQUIRE);
+
+	return owner && owner == getpid() ? CUDA_SUCCESS :
+	       CUDA_ERROR_NOT_INITIALIZED;
+}
+
+/* Lock held.  The allocation or registration holding p, or NULL. */
+static struct cdrv_mem *cdrv_find(uintptr_t p, int inside)
+{
+	struct cdrv_mem *m;
+
+	for (m = S.mems; m; m = m->next)
+		if (inside ? p - m->p < m->n : p == m->p)
+			return m;
+	return NULL;
+}
+
+/* Lock held.  Take the allocation (registration) starting at p off the
+ * list; NULL if there is none.
+ */
+static struct cdrv_mem *cdrv_unlink(uintptr_t p, int registered)
+{
+	struct cdrv_mem **pp, *m;
+
+	for (pp = &S.mems; (m = *pp); pp = &m->next)
+		if (m->p == p && m->registered == registered) {
+			*pp = m->next;
+			return m;
+		}
+	return NULL;
+}
+
+/* Controls ------------------------------------------------------------------- */
+
+CDRV_API void cdrv_reset(void)
+{
+	pthread_mutex_lock(&cdrv_lock);
+	memset(S.c.calls, 0, sizeof(S.c.calls));
+	S.c.bad_frees = S.c.refused = 0;
+	S.fail_alloc = 0;
+	pthread_mutex_unlock(&cdrv_lock);
+}
+
+CDRV_API void cdrv_get_counts(struct cdrv_counts *c)
+{
+	pthread_mutex_lock(&cdrv_lock);
+	*c = S.c;
+	pthread_mutex_unlock(&cdrv_lock);
+}
+
+CDRV_API size_t cdrv_live_size(const void *p, unsigned int *flags)
+{
+	struct cdrv_mem *m;
+	size_t n = 0;
+
+	pthread_mutex_lock(&cdrv_lock);
+	m = cdrv_find((uintptr_t)p, 0);
+	if (m && !m->registered) {
+		n = m->n;
+		if (flags)
+			*flags = m->flags;
+	}
+	pthread_mutex_unlock(&cdrv_lock);
+	return n;
+}
+
+CDRV_API void cdrv_fail_alloc(int n)
+{
+	pthread_mutex_lock(&cdrv_lock);
+	S.fail_alloc = n;
+	pthread_mutex_unlock(&cdrv_lock);
+}
+
+/* Initialization ---------------------------------------------------------- */
+
+CDRV_API CUresult cuInit(unsigned int flags)
+{
+	pid_t was = 0;
+
+	CDRV_COUNT(CDRV_INIT);
+	if (flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (__atomic_compare_exchange_n(&cdrv_owner, &was, getpid(), 0,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return CUDA_SUCCESS;
+	return was == getpid() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CDRV_API CUresult cuDriverGetVersion(int *v)
+{
+	if (!v)
+		return CUDA_ERROR_INVALID_VALUE;
+	*v = CDRV_VERSION;
+	return CUDA_SUCCESS;
+}
+
+/* Pinned host memory ------------------------------------------------------ */
+
+/* Lock held.  A new entry for [p, p + n) on the list; 0, or -1 when out of
+ * memory.
+ */
+static int cdrv_link(void *p, size_t n, unsigned int flags, int registered)
+{
+	struct cdrv_mem *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return -1;
+	m->p = (uintptr_t)p;
+	m->n = n;
+	m->flags = flags;
+	m->registered = registered;
+	m->next = S.mems;
+	S.mems = m;
+	return 0;
+}
+
+CDRV_API CUresult cuMemHostAlloc(void **pp, size_t n, unsigned int flags)
+{
+	CUresult r = CUDA_SUCCESS;
+	void *p = MAP_FAILED;
+
+	CDRV_ENTER(CDRV_HOST_ALLOC);
+	if (!pp || !n || (flags & ~CU_MEMHOSTALLOC_ALL))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cdrv_lock);
+	if (S.fail_alloc) {
+		S.fail_alloc -= S.fail_alloc > 0;
+		S.c.refused++;
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED || cdrv_link(p, n, flags, 0))
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (!r) {
+		S.c.live++;
+		S.c.live_bytes += n;
+	} else if (p != MAP_FAILED) {
+		munmap(p, n);
+	}
+	pthread_mutex_unlock(&cdrv_lock);
+	if (!r)
+		*pp = p;
+	return r;
+}
+
+CDRV_API CUresult cuMemAllocHost_v2(void **pp, size_t n)
+{
+	CDRV_COUNT(CDRV_ALLOC_HOST);
+	return cuMemHostAlloc(pp, n, 0);
+}
+
+/* The first version: a 32-bit size. */
+CDRV_API CUresult cuMemAllocHost(void **pp, unsigned int n)
+{
+	return cuMemAllocHost_v2(pp, n);
+}
+
+CDRV_API CUresult cuMemFreeHost(void *p)
+{
+	struct cdrv_mem *m;
+
+	CDRV_ENTER(CDRV_FREE_HOST);
+	pthread_mutex_lock(&cdrv_lock);
+	m = cdrv_unlink((uintptr_t)p, 0);
+	if (m) {
+		S.c.live--;
+		S.c.live_bytes -= m->n;
+	} else {
+		S.c.bad_frees++;
+	}
+	pthread_mutex_unlock(&cdrv_lock);
+	if (!m)
+		return CUDA_ERROR_INVALID_VALUE;
+	munmap((void *)m->p, m->n);
+	free(m);
+	return CUDA_SUCCESS;
+}
+
+CDRV_API CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
+{
+	struct cdrv_mem *m;
+
+	CDRV_ENTER(CDRV_HOST_GET_FLAGS);
+	if (!flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cdrv_lock);
+	m = cdrv_find((uintptr_t)p, 1);
+	if (m && !m->registered)
+		*flags = m->flags;
+	pthread_mutex_unlock(&cdrv_lock);
+	return m && !m->registered ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CDRV_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p,
+					       unsigned int flags)
+{
+	struct cdrv_mem *m;
+
+	CDRV_ENTER(CDRV_HOST_GET_DEVPTR);
+	if (!d || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cdrv_lock);
+	m = cdrv_find((uintptr_t)p, 1);
+	pthread_mutex_unlock(&cdrv_lock);
+	if (!m)
+		return CUDA_ERROR_INVALID_VALUE;
+	*d = (CUdeviceptr)(uintptr_t)p + CDRV_DEVPTR_DELTA;
+	return CUDA_SUCCESS;
+}
+
+/* The first version: 32-bit device addresses, which this one has none of. */
+CDRV_API CUresult cuMemHostGetDevicePointer(CUdeviceptr_v1 *d, void *p,
+					    unsigned int flags)
+{
+	CUdeviceptr wide;
+	CUresult r = cuMemHostGetDevicePointer_v2(&wide, p, flags);
+
+	if (r)
+		return r;
+	if (wide >> 32)
+		return CUDA_ERROR_INVALID_VALUE;
+	*d = (CUdeviceptr_v1)wide;
+	return CUDA_SUCCESS;
+}
+
+CDRV_API CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags)
+{
+	struct cdrv_mem *m;
+	CUresult r;
+
+	CDRV_ENTER(CDRV_HOST_REGISTER);
+	if (!p || !n)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cdrv_lock);
+	for (m = S.mems; m; m = m->next)
+		if ((uintptr_t)p < m->p + m->n && m->p < (uintptr_t)p + n)
+			break;
+	if (m) {
+		pthread_mutex_unlock(&cdrv_lock);
+		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	}
+	r = cdrv_link(p, n, flags, 1) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+	pthread_mutex_unlock(&cdrv_lock);
+	return r;
+}
+
+CDRV_API CUresult cuMemHostRegister(void *p, size_t n, unsigned int flags)
+{
+	return cuMemHostRegister_v2(p, n, flags);
+}
+
+CDRV_API CUresult cuMemHostUnregister(void *p)
+{
+	struct cdrv_mem *m;
+
+	CDRV_ENTER(CDRV_HOST_UNREGISTER);
+	pthread_mutex_lock(&cdrv_lock);
+	m = cdrv_unlink((uintptr_t)p, 1);
+	pthread_mutex_unlock(&cdrv_lock);
+	free(m);
+	return m ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+
+/* cuGetProcAddress ---------------------------------------------------------- */
+
+CDRV_API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version,
+				      unsigned long long flags, int *status);
+CDRV_API CUresult cuGetProcAddress(const char *sym, void **pfn, int version,
+				   unsigned long long flags);
+
+/* Each name's versions, oldest first: the CUDA version that introduced it. */
+static const struct cdrv_entry {
+	const char *name;
+	int since;
+	void *fn;
+} cdrv_entries[] = {
+	{ "cuInit", 2000, (void *)cuInit },
+	{ "cuDriverGetVersion", 2020, (void *)cuDriverGetVersion },
+	{ "cuMemHostAlloc", 2020, (void *)cuMemHostAlloc },
+	{ "cuMemAllocHost", 2000, (void *)cuMemAllocHost },
+	{ "cuMemAllocHost", 3020, (void *)cuMemAllocHost_v2 },
+	{ "cuMemFreeHost", 2000, (void *)cuMemFreeHost },
+	{ "cuMemHostGetFlags", 2030, (void *)cuMemHostGetFlags },
+	{ "cuMemHostGetDevicePointer", 2020, (void *)cuMemHostGetDevicePointer },
+	{ "cuMemHostGetDevicePointer", 3020, (void *)cuMemHostGetDevicePointer_v2 },
+	{ "cuMemHostRegister", 4000, (void *)cuMemHostRegister },
+	{ "cuMemHostRegister", 6050, (void *)cuMemHostRegister_v2 },
+	{ "cuMemHostUnregister", 4000, (void *)cuMemHostUnregister },
+	{ "cuGetProcAddress", 11030, (void *)cuGetProcAddress },
+	{ "cuGetProcAddress", 12000, (void *)cuGetProcAddress_v2 },
+};
+
+#define CU_GET_PROC_ADDRESS_SUCCESS			0
+#define CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND		1
+#define CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT	2
+
+CDRV_API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version,
+				      unsigned long long flags, int *status)
+{
+	int found = 0;
+	unsigned int i;
+
+	CDRV_COUNT(CDRV_GET_PROC_ADDRESS);
+	if (!sym || !pfn || (flags & ~3ull))
+		return CUDA_ERROR_INVALID_VALUE;
+	*pfn = NULL;
+	for (i = 0; i < sizeof(cdrv_entries) / sizeof(cdrv_entries[0]); i++) {
+		if (strcmp(sym, cdrv_entries[i].name))
+			continue;
+		found = 1;
+		if (cdrv_entries[i].since <= version)
+			*pfn = cdrv_entries[i].fn;
+	}
+	if (status)
+		*status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS :
+			  found ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT :
+			  CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+CDRV_API CUresult cuGetProcAddress(const char *sym, void **pfn, int version,
+				   unsigned long long flags)
+{
+	return cuGetProcAddress_v2(sym, pfn, version, flags, NULL);
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cudadrv_double.h - the test double of the CUDA driver API, built as
+ * libcuda.so.1: the driver's pinned host memory calls (cuMemHostAlloc and
+ * its kin, cuMemHostRegister), cuInit, and cuGetProcAddress in both of its
+ * versions, answering by the caller's cudaVersion as the driver does.
+ * Backed by anonymous memory; every call counted; failures injected.
+ *
+ * Tests reach the controls with dlsym() on the libcuda.so.1 they loaded.
+ */
+#ifndef CUDADRV_DOUBLE_H
+#define CUDADRV_DOUBLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum cdrv_fn {
+	CDRV_INIT, CDRV_GET_PROC_ADDRESS, CDRV_HOST_ALLOC, CDRV_ALLOC_HOST,
+	CDRV_FREE_HOST, CDRV_HOST_GET_FLAGS, CDRV_HOST_GET_DEVPTR,
+	CDRV_HOST_REGISTER, CDRV_HOST_UNREGISTER,
+	CDRV_NR_FNS
+};
+
+struct cdrv_counts {
+	uint64_t calls[CDRV_NR_FNS];	/* every call, failed or not */
+	uint64_t live;			/* host allocations not yet freed */
+	uint64_t live_bytes;
+	uint64_t bad_frees;		/* cuMemFreeHost of an unknown pointer */
+	uint64_t refused;		/* allocations refused (injected) */
+};
+
+/* The offset between a host address and the device address the double
+ * reports for it: not the identity, so that a test can tell an answer
+ * that came from the driver from one made up by its caller.
+ */
+#define CDRV_DEVPTR_DELTA	0x100000000000ull
+
+void cdrv_reset(void);			/* counts and injections; allocations stay */
+void cdrv_get_counts(struct cdrv_counts *c);
+/* Is p the start of a live allocation?  Its size and flags (0 if none). */
+size_t cdrv_live_size(const void *p, unsigned int *flags);
+/* The next n allocations answer CUDA_ERROR_OUT_OF_MEMORY; -1: all. */
+void cdrv_fail_alloc(int n);
+
+#endif /* CUDADRV_DOUBLE_H */

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cudart_double_internal.h - what the runtime double's two files share:
+ * cudart_double.c (devices, registration, device memory, streams, events,
+ * the driver's virtual memory) and host_alloc.c (pinned host allocations
+ * through the driver, stream capture).
+ */
+#ifndef CUDART_DOUBLE_INTERNAL_H
+#define CUDART_DOUBLE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "cuda.h"		/* userlib/cuda.h: the runtime's types */
+#include "cudart_double.h"
+
+#define CDD_API __attribute__((visibility("default")))
+
+/* Record e as the last error when it is one; returns e. */
+cudaError_t cdd_ret(cudaError_t e);
+/* Non-zero in a child of fork() of the process that owns CUDA. */
+int cdd_forked(void);
+/* Is p inside a live registration? */
+int cdd_registered_at(uintptr_t p);
+int cdd_runtime_version(void);
+/* Count a call (and whether it came during a capture). */
+void cdd_count(enum cdd_fn fn);
+
+/* host_alloc.c: a potentially unsafe call now would be refused (and has
+ * invalidated the capture): answer cudaErrorStreamCaptureUnsupported.
+ */
+int cdd_capture_refuses(void);
+int cdd_capture_active(void);
+void cdd_capture_counts(struct cdd_counts *c);
+void cdd_capture_reset(void);
+
+#endif /* CUDART_DOUBLE_INTERNAL_H */

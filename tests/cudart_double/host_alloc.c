@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+/*
+ * host_alloc.c - the runtime double's pinned host allocations and stream
+ * capture (cudart_double.h says what each does).
+ *
+ * Allocations go to the driver, as in the real runtime: libcuda.so.1 is
+ * opened on first use and its entry points taken from cuGetProcAddress_v2,
+ * itself found with dlsym() (the real runtime's way, which a process's
+ * interposer of dlsym and cuGetProcAddress sees as it would there).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "cudart_double_internal.h"
+
+#if !GP_HAVE_CUDA_HEADERS
+#define cudaErrorInvalidValue			1
+#define cudaErrorInitializationError		3
+#define cudaErrorInsufficientDriver		35
+#define cudaErrorStreamCaptureUnsupported	900
+#define cudaErrorStreamCaptureInvalidated	901
+#define cudaErrorUnknown			999
+#define cdd_mode_t int
+#define cdd_cstatus_t int
+typedef void *cudaGraph_t;
+#else
+#define cdd_mode_t enum cudaStreamCaptureMode
+#define cdd_cstatus_t enum cudaStreamCaptureStatus
+#endif
+#define CDD_MODE_GLOBAL		0
+#define CDD_MODE_RELAXED	2
+#define CDD_CAPTURE_NONE	0
+#define CDD_CAPTURE_ACTIVE	1
+#define CDD_CAPTURE_INVALIDATED	2
+
+typedef int cu_result;
+static struct {
+	pthread_once_t once;
+	int usable;
+	cu_result (*host_alloc)(void **, size_t, unsigned int);
+	cu_result (*free_host)(void *);
+	cu_result (*get_flags)(unsigned int *, void *);
+	cu_result (*get_devptr)(unsigned long long *, void *, unsigned int);
+} D = { .once = PTHREAD_ONCE_INIT };
+
+static void cdd_driver_open(void)
+{
+	cu_result (*gpa)(const char *, void **, int, unsigned long long, int *);
+	cu_result (*init)(unsigned int) = NULL;
+	void *dl = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	int v = cdd_runtime_version(), st;
+
+	if (!dl)
+		return;
+	*(void **)&gpa = dlsym(dl, "cuGetProcAddress_v2");
+	if (!gpa ||
+	    gpa("cuInit", (void **)&init, v, 0, &st) ||
+	    gpa("cuMemHostAlloc", (void **)&D.host_alloc, v, 0, &st) ||
+	    gpa("cuMemFreeHost", (void **)&D.free_host, v, 0, &st) ||
+	    gpa("cuMemHostGetFlags", (void **)&D.get_flags, v, 0, &st) ||
+	    gpa("cuMemHostGetDevicePointer", (void **)&D.get_devptr, v, 0, &st))
+		return;
+	D.usable = init(0) == 0;
+}
+
+/* 0 when the driver can be used; otherwise the error to answer. */
+static cudaError_t cdd_driver(void)
+{
+	if (cdd_forked())
+		return cudaErrorInitializationError;
+	pthread_once(&D.once, cdd_driver_open);
+	return D.usable ? cudaSuccess : cudaErrorInsufficientDriver;
+}
+
+/* The driver's answers in the runtime's words (the same numbers for the
+ * few that these calls give).
+ */
+static cudaError_t cdd_from_cu(cu_result r)
+{
+	return cdd_ret(r >= 0 && r <= 3 ? (cudaError_t)r : cudaErrorUnknown);
+}
+
+/* Stream capture -------------------------------------------------------------- */
+
+static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	int active;		/* a capture under way */
+	int mode;		/* its mode */
+	int invalidated;
+	cudaStream_t stream;
+	uint64_t begun, refusals;
+} C;
+/* This thread's capture mode, and whether it began the capture (bit 8);
+ * initial-exec, as cudart_double.c's (the reason is there).
+ */
+static __thread __attribute__((tls_model("initial-exec"))) int cap_thread;
+
+int cdd_capture_active(void)
+{
+	return __atomic_load_n(&C.active, __ATOMIC_RELAXED);
+}
+
+int cdd_capture_refuses(void)
+{
+	int me = cap_thread, refused;
+
+	if (!cdd_capture_active() || (me & 0xff) == CDD_MODE_RELAXED)
+		return 0;
+	pthread_mutex_lock(&cap_lock);
+	refused = C.active && (C.mode == CDD_MODE_GLOBAL ||
+			       ((me & 0x100) && C.mode != CDD_MODE_RELAXED));
+	if (refused) {
+		C.invalidated = 1;
+		C.refusals++;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return refused;
+}
+
+void cdd_capture_counts(struct cdd_counts *c)
+{
+	pthread_mutex_lock(&cap_lock);
+	c->capturing = (uint64_t)C.active;
+	c->capture_refusals = C.refusals;
+	pthread_mutex_unlock(&cap_lock);
+}
+
+void cdd_capture_reset(void)
+{
+	pthread_mutex_lock(&cap_lock);
+	C.active = 0;
+	C.invalidated = 0;
+	C.refusals = 0;
+	pthread_mutex_unlock(&cap_lock);
+}
+
+CDD_API cudaError_t cudaStreamBeginCapture(cudaStream_t s, cdd_mode_t mode)
+{
+	cudaError_t ret = cudaSuccess;
+
+	cdd_count(CDD_CAPTURE_BEGIN);
+	if (!s || (int)mode < 0 || (int)mode > CDD_MODE_RELAXED)
+		return cdd_ret(!s ? cudaErrorStreamCaptureUnsupported :
+			       cudaErrorInvalidValue);
+	pthread_mutex_lock(&cap_lock);
+	if (C.active) {		/* one capture at a time, here */
+		ret = cudaErrorInvalidValue;
+	} else {
+		C.active = 1;
+		C.mode = (int)mode;
+		C.invalidated = 0;
+		C.stream = s;
+		C.begun++;
+		cap_thread |= 0x100;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return cdd_ret(ret);
+}
+
+CDD_API cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph)
+{
+	cudaError_t ret;
+
+	cdd_count(CDD_CAPTURE_END);
+	if (!graph)
+		return cdd_ret(cudaErrorInvalidValue);
+	pthread_mutex_lock(&cap_lock);
+	if (!C.active || C.stream != s) {
+		ret = cudaErrorInvalidValue;
+	} else {
+		ret = C.invalidated ? cudaErrorStreamCaptureInvalidated :
+		      cudaSuccess;
+		*graph = ret ? NULL : (cudaGraph_t)(uintptr_t)C.begun;
+		C.active = 0;
+		cap_thread &= 0xff;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return cdd_ret(ret);
+}
+
+CDD_API cudaError_t cudaStreamIsCapturing(cudaStream_t s, cdd_cstatus_t *st)
+{
+	if (!st)
+		return cdd_ret(cudaErrorInvalidValue);
+	pthread_mutex_lock(&cap_lock);
+	*st = (cdd_cstatus_t)(!C.active || C.stream != s ? CDD_CAPTURE_NONE :
+			      C.invalidated ? CDD_CAPTURE_INVALIDATED :
+			      CDD_CAPTURE_ACTIVE);
+	pthread_mutex_unlock(&cap_lock);
+	return cudaSuccess;
+}
+
+CDD_API cudaError_t cudaThreadExchangeStreamCaptureMode(cdd_mode_t *mode)
+{
+	int was = cap_thread & 0xff;
+
+	cdd_count(CDD_CAPTURE_MODE);
+	if (!mode || (int)*mode < 0 || (int)*mode > CDD_MODE_RELAXED)
+		return cdd_ret(cudaErrorInvalidValue);
+	cap_thread = (cap_thread & 0x100) | (int)*mode;
+	*mode = (cdd_mode_t)was;
+	return cudaSuccess;
+}
+
+/* Pinned host memory ---------------------------------------------------------- */
+
+CDD_API cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags)
+{
+	cudaError_t e;
+
+	cdd_count(CDD_HOST_ALLOC);
+	e = cdd_driver();
+	if (e)
+		return cdd_ret(e);
+	if (cdd_capture_refuses())
+		return cdd_ret(cudaErrorStreamCaptureUnsupported);
+	if (!p)
+		return cdd_ret(cudaErrorInvalidValue);
+	return cdd_from_cu(D.host_alloc(p, n, flags));
+}
+
+CDD_API cudaError_t cudaMallocHost(void **p, size_t n)
+{
+	return cudaHostAlloc(p, n, 0);
+}
+
+CDD_API cudaError_t cudaFreeHost(void *p)
+{
+	cudaError_t e;
+
+	cdd_count(CDD_FREE_HOST);
+	if (!p)
+		return cudaSuccess;
+	e = cdd_driver();
+	if (e)
+		return cdd_ret(e);
+	if (cdd_capture_refuses())
+		return cdd_ret(cudaErrorStreamCaptureUnsupported);
+	return cdd_from_cu(D.free_host(p));
+}
+
+CDD_API cudaError_t cudaHostGetFlags(unsigned int *flags, void *p)
+{
+	cudaError_t e;
+
+	cdd_count(CDD_HOST_GET_FLAGS);
+	e = cdd_driver();
+	if (e)
+		return cdd_ret(e);
+	if (!flags)
+		return cdd_ret(cudaErrorInvalidValue);
+	return cdd_from_cu(D.get_flags(flags, p));
+}
+
+/* Registered memory first (libgpupool's segments), then the driver's. */
+CDD_API cudaError_t cudaHostGetDevicePointer(void **dev, void *p,
+					     unsigned int flags)
+{
+	unsigned long long d;
+	cudaError_t e;
+
+	cdd_count(CDD_HOST_GET_DEVPTR);
+	if (!dev || flags)
+		return cdd_ret(cudaErrorInvalidValue);
+	if (cdd_forked())
+		return cdd_ret(cudaErrorInitializationError);
+	if (cdd_registered_at((uintptr_t)p)) {
+		*dev = (void *)((uintptr_t)p + CDD_DEVPTR_DELTA);
+		return cudaSuccess;
+	}
+	e = cdd_driver();
+	if (e)
+		return cdd_ret(e == cudaErrorInsufficientDriver ?
+			       cudaErrorInvalidValue : e);
+	e = cdd_from_cu(D.get_devptr(&d, p, 0));
+	if (!e)
+		*dev = (void *)(uintptr_t)d;
+	return e;
+}
