@@ -1,8 +1,14 @@
 # What it takes to compile libgpupool's sources: shared by userlib/Makefile
 # (the installed library) and tests/lib/Makefile (a sanitized copy).
-LIB_SRCS := $(wildcard $(TOP)/userlib/*.c $(TOP)/userlib/*/*.c) $(wildcard $(TOP)/core/*.c)
+# userlib/interpose/ is not the library's: it is libgpupool-interpose.so,
+# the preloaded interposer, built from its own sources and the library's
+# objects (INTERPOSE_SRCS).
+INTERPOSE_SRCS := $(wildcard $(TOP)/userlib/interpose/*.c)
+LIB_SRCS := $(filter-out $(INTERPOSE_SRCS),\
+	      $(wildcard $(TOP)/userlib/*.c $(TOP)/userlib/*/*.c) $(wildcard $(TOP)/core/*.c))
 LIB_HDRS := $(wildcard $(TOP)/userlib/*.h $(TOP)/userlib/*/*.h) $(wildcard $(TOP)/core/*.h) \
-	    $(TOP)/include/gpupool.h $(TOP)/include/uapi/linux/gpupool.h
+	    $(TOP)/include/gpupool.h $(TOP)/include/gpupool_interpose.h \
+	    $(TOP)/include/uapi/linux/gpupool.h
 LIB_CPPFLAGS := $(CPPFLAGS) -I$(TOP)/userlib -I$(TOP)/core \
 		-DGP_HAVE_CUDA_HEADERS=$(HAVE_CUDA)
 ifeq ($(HAVE_CUDA),1)

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * interpose.h - what the interposer's files share.
+ *
+ * libgpupool-interpose.so is loaded with LD_PRELOAD (gpupoolctl run) and
+ * serves the pinned host memory that a process asks of CUDA from the pool,
+ * whichever way the request reaches CUDA: the runtime's entry points by
+ * symbol (runtime.c, with the runtime's symbol versions), the driver's by
+ * symbol, by cuGetProcAddress and by the runtime's
+ * cudaGetDriverEntryPoint (driver.c), and either by dlsym() on a handle
+ * (dlsym.c).  Whatever the way in, a request ends in serve.c, which says
+ * what to do with it: the pool served it, call the real function, or
+ * answer an error.  state.c has the settings, the pool (a libgpupool
+ * context, opened on first use and again in a child of fork()), the
+ * figures and their report; table.c the buffers the pool has served.
+ *
+ * The rest of libgpupool is compiled in (its objects, hidden): the
+ * interposer reaches the host pools through host/host.h and CUDA through
+ * cuda.h, like any room of the library.  docs/interpose.md is the user's
+ * side of all this.
+ */
+#ifndef GPUPOOL_USERLIB_INTERPOSE_H
+#define GPUPOOL_USERLIB_INTERPOSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpupool_interpose.h"
+
+#define IP_API __attribute__((visibility("default")))
+/* Static TLS: the library is loaded with the program (LD_PRELOAD), and
+ * the variables are read on every call.
+ */
+#define IP_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* The flags the pool honours: portable and mapped (every segment is
+ * registered with both).  The runtime's and the driver's have the same
+ * values: cudaHostAllocPortable = CU_MEMHOSTALLOC_PORTABLE = 1,
+ * cudaHostAllocMapped = CU_MEMHOSTALLOC_DEVICEMAP = 2.  Write-combined (4)
+ * and anything unknown go to CUDA.
+ */
+#define IP_POOL_FLAGS	0x3u
+
+/* What a wrapper does with a request (serve.c's verdict). */
+enum ip_verdict {
+	IP_DONE,	/* the pool served, freed or answered it */
+	IP_REAL,	/* call the real function */
+	IP_NOMEM,	/* strict mode: answer out of memory */
+	IP_INVALID,	/* no live buffer there: answer invalid value */
+	IP_NOT_INIT,	/* the parent's memory, in a child of fork():
+			 * answer as CUDA does there (not initialized) */
+};
+
+/* serve.c.  `driver` says which entry points the request came through. */
+enum ip_verdict ip_alloc(void **ptr, size_t size, unsigned int flags,
+			 int driver);
+enum ip_verdict ip_free(void *ptr);
+enum ip_verdict ip_get_flags(void *ptr, unsigned int *flags);
+enum ip_verdict ip_get_devptr(void *ptr, void **dev);
+
+/* Set while a wrapper calls the real function: the real runtime's
+ * cudaHostAlloc reaches the driver's cuMemHostAlloc, which is ours too,
+ * and must pass straight through there.
+ */
+extern IP_TLS int ip_in_real;
+#define IP_REAL_CALL(call) __extension__({				\
+	__typeof__(call) ip_r_;						\
+	ip_in_real++;							\
+	ip_r_ = (call);							\
+	ip_in_real--;							\
+	ip_r_;								\
+})
+
+/* state.c */
+struct gp_ctx;
+/* This process's pool, opened on first use; NULL when it cannot serve
+ * (no module, no CUDA, ...: ip_stats says why).
+ */
+struct gp_ctx *ip_pool(void);
+/* The pool if this process has opened one, without opening it. */
+struct gp_ctx *ip_pool_opened(void);
+int ip_mode(void);			/* GP_INTERPOSE_FALLBACK, ... */
+unsigned int ip_generation(void);	/* fork()s so far, in this line */
+/* The figures (atomic adds), and the once-per-reason message. */
+void ip_count_served(size_t size, int driver);
+void ip_count_freed(size_t size);
+void ip_count_fallback(int why, size_t size);
+void ip_count(uint64_t *counter);
+extern struct gp_interpose_stats ip_stats;
+void ip_say_once(int why, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* table.c: the buffers the pool served, by address: their flags and the
+ * fork() generation that allocated them.
+ */
+int ip_table_put(void *ptr, unsigned int flags, uint64_t size);
+/* Remove ptr's entry; 1 if there was one. */
+int ip_table_take(void *ptr, unsigned int *flags, uint64_t *size,
+		  unsigned int *gen);
+int ip_table_get(void *ptr, unsigned int *flags, unsigned int *gen);
+void ip_table_lock_all(void);
+void ip_table_unlock_all(void);
+
+/* driver.c: the wrapper of a driver entry point, for the real function
+ * fn (from cuGetProcAddress, cudaGetDriverEntryPoint or dlsym); fn when
+ * it is none we wrap.
+ */
+void *ip_driver_swap(void *fn);
+int ip_driver_wraps(const char *name);
+/* runtime.c: the same for a runtime entry point that dlsym() found. */
+void *ip_runtime_swap(void *fn, const char *name);
+/* Is name one of the entry points we wrap (runtime or driver)? */
+int ip_wraps(const char *name);
+
+#endif /* GPUPOOL_USERLIB_INTERPOSE_H */

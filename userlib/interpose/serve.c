@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+/*
+ * serve.c - what becomes of a pinned host request, whichever entry point
+ * it came through (interpose.h): the pool serves it, CUDA does (the real
+ * function), or it gets CUDA's error.
+ *
+ * - A request is served at its own size by the host pools (gp_host_alloc:
+ *   512-byte blocks up to 1 MiB, pages above, never a power of two), from
+ *   segments registered portable and mapped, so that every flag the pool
+ *   honours holds.  Size 0, write-combined and unknown flags go to CUDA.
+ * - What the pool cannot serve (no pool, full, a limit, a registration
+ *   CUDA refused) goes to CUDA in fallback mode, counted by why and said
+ *   once; in strict mode it fails as an allocation CUDA cannot make does.
+ * - A free of a pool buffer gives it back to the pool; of a pointer inside
+ *   the pool that is no live buffer (a double free, an inner pointer) is
+ *   refused as CUDA refuses a bad pointer; of anything else goes to CUDA,
+ *   which allocated it or will say it did not.
+ * - Queries answer as CUDA does: the flags a buffer was allocated with
+ *   (for any address inside it), its device address from CUDA's own
+ *   answer for the registered segment.
+ *
+ * The hot path, a request that fits a cached segment, makes no CUDA call
+ * and no system call: one lock of the pools, one of a table shard.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "internal.h"
+#include "interpose.h"
+
+static int ip_why_of(int err)
+{
+	switch (err) {
+	case -ENOMEM:
+		return GP_INTERPOSE_POOL_FULL;
+	case -ENOSPC:
+	case -EDQUOT:
+		return GP_INTERPOSE_LIMIT;
+	case -EIO:
+		return GP_INTERPOSE_CUDA;
+	default:
+		return GP_INTERPOSE_OTHER;
+	}
+}
+
+static const char *const ip_why_text[GP_INTERPOSE_NR_WHY] = {
+	"the pool is unavailable", "the pool is full", "a limit refused it",
+	"CUDA refused to register a new segment", "its flags",
+	"an error",
+};
+
+/* What the pool could not serve: the mode decides. */
+static enum ip_verdict ip_cannot(int why, size_t size, const char *detail)
+{
+	if (ip_mode() == GP_INTERPOSE_STRICT) {
+		ip_count(&ip_stats.refused[why]);
+		ip_say_once(why, "a request of %zu bytes fails (strict mode): "
+			    "%s: %s", size, ip_why_text[why], detail);
+		return IP_NOMEM;
+	}
+	ip_count_fallback(why, size);
+	ip_say_once(why, "a request of %zu bytes goes to CUDA (fallback mode; "
+		    "later ones that fail so are only counted): %s: %s",
+		    size, ip_why_text[why], detail);
+	return IP_REAL;
+}
+
+enum ip_verdict ip_alloc(void **ptr, size_t size, unsigned int flags,
+			 int driver)
+{
+	struct gp_ctx *ctx;
+	void *p;
+	int ret;
+
+	if (ip_mode() == GP_INTERPOSE_OFF || !ptr || !size)
+		return IP_REAL;
+	if (flags & ~IP_POOL_FLAGS) {
+		ip_count_fallback(GP_INTERPOSE_FLAGS, size);
+		return IP_REAL;
+	}
+	ctx = ip_pool();
+	if (!ctx)
+		return ip_cannot(GP_INTERPOSE_UNAVAILABLE, size, ip_stats.why);
+	ret = gp_host_alloc(ctx, size, 0, &p);
+	if (ret)
+		return ip_cannot(ip_why_of(ret), size, gp_last_error(ctx));
+	if (ip_table_put(p, flags, size)) {
+		gp_host_free(ctx, p);
+		return ip_cannot(GP_INTERPOSE_OTHER, size,
+				 "out of memory for the interposer's table");
+	}
+	ip_count_served(size, driver);
+	*ptr = p;
+	return IP_DONE;
+}
+
+/* Where ptr lies in this process's pool: 0 in a live buffer starting at
+ * *base, -EINVAL elsewhere in the pool, -ENOENT outside it (or no pool).
+ */
+static int ip_lookup(void *ptr, uint64_t *base)
+{
+	struct gp_ctx *ctx = ip_pool_opened();
+
+	return ctx ? gp_host_lookup(ctx, (uint64_t)(uintptr_t)ptr, base) :
+	       -ENOENT;
+}
+
+enum ip_verdict ip_free(void *ptr)
+{
+	unsigned int flags, gen;
+	uint64_t size, base;
+
+	if (!ptr || ip_mode() == GP_INTERPOSE_OFF)
+		return IP_REAL;
+	if (ip_table_take(ptr, &flags, &size, &gen)) {
+		if (gen != (ip_generation() & 0xfff)) {
+			/* The parent's: it stays the parent's. */
+			ip_table_put(ptr, flags, size);
+			ip_count(&ip_stats.inherited);
+			return IP_NOT_INIT;
+		}
+		if (gp_host_free(ip_pool_opened(), ptr))
+			return IP_INVALID;	/* not reached: the table and
+						 * the pools agree */
+		ip_count_freed(size);
+		return IP_DONE;
+	}
+	if (ip_lookup(ptr, &base) != -ENOENT) {
+		ip_count(&ip_stats.bad_frees);
+		return IP_INVALID;
+	}
+	ip_count(&ip_stats.real_frees);
+	return IP_REAL;
+}
+
+/* The table's entry for the buffer holding ptr: 1 found, 0 not ours,
+ * -1 inside the pool but no live buffer.
+ */
+static int ip_buffer_of(void *ptr, unsigned int *flags, unsigned int *gen,
+			void **base)
+{
+	uint64_t b;
+	int ret;
+
+	if (ip_table_get(ptr, flags, gen)) {
+		*base = ptr;
+		return 1;
+	}
+	ret = ip_lookup(ptr, &b);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret || !ip_table_get((void *)(uintptr_t)b, flags, gen))
+		return -1;
+	*base = (void *)(uintptr_t)b;
+	return 1;
+}
+
+/* The verdict on a query about ptr: IP_DONE with the flags of the live
+ * pool buffer holding it, or what to answer instead.
+ */
+static enum ip_verdict ip_query(void *ptr, unsigned int *flags)
+{
+	unsigned int gen;
+	void *base;
+	int found;
+
+	if (ip_mode() == GP_INTERPOSE_OFF)
+		return IP_REAL;
+	found = ip_buffer_of(ptr, flags, &gen, &base);
+	if (!found)
+		return IP_REAL;
+	if (found < 0)
+		return IP_INVALID;
+	return gen == (ip_generation() & 0xfff) ? IP_DONE : IP_NOT_INIT;
+}
+
+enum ip_verdict ip_get_flags(void *ptr, unsigned int *flags)
+{
+	unsigned int f;
+	enum ip_verdict v = ip_query(ptr, &f);
+
+	if (v == IP_DONE && !flags)
+		return IP_INVALID;
+	if (v == IP_DONE)
+		*flags = f;
+	return v;
+}
+
+enum ip_verdict ip_get_devptr(void *ptr, void **dev)
+{
+	unsigned int f;
+	enum ip_verdict v = ip_query(ptr, &f);
+	void *d;
+
+	if (v != IP_DONE)
+		return v;
+	/* CUDA's answer for the registered segment, at this address. */
+	if (!dev || gp_cuda_host_devptr(ip_pool_opened(), ptr, &d) != cudaSuccess)
+		return IP_INVALID;
+	*dev = d;
+	return IP_DONE;
+}

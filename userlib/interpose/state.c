@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: MIT
+/*
+ * state.c - the interposer's settings, its pool and its figures.
+ *
+ * Settings, read once (docs/interpose.md):
+ *   GPUPOOL_INTERPOSE_MODE=fallback|strict  what the pool cannot serve goes
+ *                                  to CUDA (fallback, the default) or fails
+ *   GPUPOOL_INTERPOSE_STATS=FILE   the figures are appended to FILE at exit
+ *   GPUPOOL_DEBUG=1                ... and printed on stderr
+ * and libgpupool's own (GPUPOOL_BACKEND, GPUPOOL_CUDART, ...).  A bad mode
+ * is said once and turns the interposer off: everything goes to CUDA.
+ *
+ * The pool is a libgpupool context, opened on the first request and kept
+ * for the life of the process: the kernel backend (unless GPUPOOL_BACKEND
+ * says otherwise), CUDA required (memory the GPU cannot use is no answer
+ * to cudaHostAlloc), every segment registered portable and mapped, with
+ * the CUDA runtime the process already has.  A child of fork() must not
+ * use its parent's context (gpupool.h): it opens its own on its first
+ * request, and its parent's buffers answer as CUDA answers in such a
+ * child (not initialized).  The figures start again in the child.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "interpose.h"
+
+IP_TLS int ip_in_real;
+struct gp_interpose_stats ip_stats;
+
+static pthread_once_t ip_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t ip_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	int mode;
+	int debug;
+	char stats_path[PATH_MAX];
+	unsigned int gen;	/* fork() generation of this process */
+	unsigned int ready;	/* gen + 1 once the pool is opened or failed */
+	struct gp_ctx *ctx;	/* this generation's pool, or NULL */
+	int said[GP_INTERPOSE_NR_WHY + 1];
+} IP;
+
+static const char *const ip_mode_names[] = { "fallback", "strict", "off" };
+
+static void ip_fork_prepare(void)
+{
+	pthread_mutex_lock(&ip_lock);
+	ip_table_lock_all();
+}
+
+static void ip_fork_parent(void)
+{
+	ip_table_unlock_all();
+	pthread_mutex_unlock(&ip_lock);
+}
+
+/* The parent's context stays as it was, never used: its memory is still
+ * mapped here (see the top of this file).
+ */
+static void ip_fork_child(void)
+{
+	int mode = ip_stats.mode;
+
+	ip_table_unlock_all();
+	IP.gen++;
+	__atomic_store_n(&IP.ready, 0, __ATOMIC_RELEASE);
+	IP.ctx = NULL;
+	memset(IP.said, 0, sizeof(IP.said));
+	memset(&ip_stats, 0, sizeof(ip_stats));
+	ip_stats.mode = mode;
+	pthread_mutex_unlock(&ip_lock);
+}
+
+static void ip_configure(void)
+{
+	const char *m = getenv("GPUPOOL_INTERPOSE_MODE");
+	const char *s = getenv("GPUPOOL_INTERPOSE_STATS");
+	const char *d = getenv("GPUPOOL_DEBUG");
+
+	IP.debug = d && *d && strcmp(d, "0");
+	if (s && *s)
+		snprintf(IP.stats_path, sizeof(IP.stats_path), "%s", s);
+	IP.mode = GP_INTERPOSE_FALLBACK;
+	if (m && *m) {
+		if (!strcmp(m, "strict"))
+			IP.mode = GP_INTERPOSE_STRICT;
+		else if (strcmp(m, "fallback"))
+			IP.mode = GP_INTERPOSE_OFF;
+	}
+	ip_stats.mode = IP.mode;
+	if (IP.mode == GP_INTERPOSE_OFF)
+		fprintf(stderr, "gpupool-interpose: GPUPOOL_INTERPOSE_MODE=%s: "
+			"expected fallback or strict; the interposer is off, "
+			"CUDA serves every request\n", m);
+	pthread_atfork(ip_fork_prepare, ip_fork_parent, ip_fork_child);
+}
+
+static void ip_init(void) __attribute__((constructor));
+static void ip_init(void)
+{
+	pthread_once(&ip_once, ip_configure);
+}
+
+int ip_mode(void)
+{
+	pthread_once(&ip_once, ip_configure);
+	return IP.mode;
+}
+
+unsigned int ip_generation(void)
+{
+	return IP.gen;
+}
+
+/* The path of a CUDA runtime this process has loaded, if any. */
+static int ip_find_runtime(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *base = strrchr(info->dlpi_name, '/');
+
+	(void)size;
+	base = base ? base + 1 : info->dlpi_name;
+	if (strncmp(base, "libcudart.so", 12))
+		return 0;
+	snprintf(arg, PATH_MAX, "%s", info->dlpi_name);
+	return 1;
+}
+
+/*
+ * The runtime to register with: GPUPOOL_CUDART when set (libgpupool reads
+ * it), else the one the process has loaded (its own version, loaded
+ * once), else the first that loads of 13 and 12.
+ */
+static const char *ip_runtime(char *path)
+{
+	static const char *const names[] = { "libcudart.so.13", "libcudart.so.12" };
+	const char *env = getenv("GPUPOOL_CUDART");
+	unsigned int i;
+	void *dl;
+
+	if ((env && *env) || dl_iterate_phdr(ip_find_runtime, path))
+		return env && *env ? NULL : path;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		dl = dlopen(names[i], RTLD_LAZY | RTLD_LOCAL);
+		if (dl) {
+			dlclose(dl);
+			return names[i];
+		}
+	}
+	return NULL;
+}
+
+/* ip_lock held.  Open this generation's pool, or say why not. */
+static void ip_open(void)
+{
+	const char *b = getenv("GPUPOOL_BACKEND");
+	char path[PATH_MAX] = "";
+	struct gp_options o;
+	struct gp_info info;
+	int ret;
+
+	gp_options_init(&o);
+	o.flags = GP_OPEN_REQUIRE_CUDA | GP_OPEN_HOST_MAPPED;
+	if (!b || !*b)
+		o.backend = GP_BACKEND_KERNEL;
+	o.cudart = ip_runtime(path);
+	ret = gp_open(&o, &IP.ctx);
+	if (ret) {
+		IP.ctx = NULL;
+		snprintf(ip_stats.why, sizeof(ip_stats.why), "%s",
+			 gp_last_error(NULL));
+		ip_stats.pool = -1;
+		return;
+	}
+	gp_info(IP.ctx, &info);
+	snprintf(ip_stats.backend, sizeof(ip_stats.backend), "%s",
+		 info.backend_name);
+	ip_stats.pool = 1;
+}
+
+struct gp_ctx *ip_pool(void)
+{
+	unsigned int gen = IP.gen;
+
+	if (__atomic_load_n(&IP.ready, __ATOMIC_ACQUIRE) == gen + 1)
+		return IP.ctx;
+	pthread_mutex_lock(&ip_lock);
+	if (IP.ready != IP.gen + 1) {
+		ip_open();
+		__atomic_store_n(&IP.ready, IP.gen + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&ip_lock);
+	return IP.ctx;
+}
+
+struct gp_ctx *ip_pool_opened(void)
+{
+	return __atomic_load_n(&IP.ready, __ATOMIC_ACQUIRE) == IP.gen + 1 ?
+	       IP.ctx : NULL;
+}
+
+/* Figures ------------------------------------------------------------------ */
+
+void ip_count(uint64_t *counter)
+{
+	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}
+
+void ip_count_served(size_t size, int driver)
+{
+	ip_count(&ip_stats.served);
+	__atomic_fetch_add(&ip_stats.served_bytes, size, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ip_stats.live_bytes, size, __ATOMIC_RELAXED);
+	if (driver)
+		ip_count(&ip_stats.served_driver);
+}
+
+void ip_count_freed(size_t size)
+{
+	ip_count(&ip_stats.freed);
+	__atomic_fetch_sub(&ip_stats.live_bytes, size, __ATOMIC_RELAXED);
+}
+
+void ip_count_fallback(int why, size_t size)
+{
+	ip_count(&ip_stats.fell_back[why]);
+	__atomic_fetch_add(&ip_stats.fell_back_bytes[why], size,
+			   __ATOMIC_RELAXED);
+}
+
+void ip_say_once(int why, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (__atomic_exchange_n(&IP.said[why], 1, __ATOMIC_RELAXED))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "gpupool-interpose: %s\n", line);
+}
+
+/* A copy of the figures: the counters with atomic loads (other threads
+ * add to them meanwhile), the rest under the lock that writes it.
+ */
+static void ip_snapshot(struct gp_interpose_stats *st)
+{
+	const uint64_t *from = &ip_stats.served;
+	uint64_t *to = &st->served;
+	size_t i, n = (size_t)(&ip_stats.inherited - &ip_stats.served) + 1;
+
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&ip_lock);
+	st->mode = ip_stats.mode;
+	st->pool = ip_stats.pool;
+	memcpy(st->backend, ip_stats.backend, sizeof(st->backend));
+	memcpy(st->why, ip_stats.why, sizeof(st->why));
+	pthread_mutex_unlock(&ip_lock);
+	for (i = 0; i < n; i++)
+		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+}
+
+IP_API int gp_interpose_stats(struct gp_interpose_stats *st, size_t size)
+{
+	if (!st || size != sizeof(*st))
+		return -EINVAL;
+	ip_snapshot(st);
+	return 0;
+}
+
+/* The report at exit -------------------------------------------------------- */
+
+static const char *const ip_why_names[GP_INTERPOSE_NR_WHY] = {
+	"unavailable", "pool_full", "limit", "cuda", "flags", "other",
+};
+
+static int ip_report_why(char *buf, size_t len, const char *what,
+			 const uint64_t *n, const uint64_t *bytes)
+{
+	int i, at = snprintf(buf, len, "gpupool-interpose: %s", what);
+
+	for (i = 0; i < GP_INTERPOSE_NR_WHY && at < (int)len; i++)
+		at += snprintf(buf + at, len - (size_t)at, " %s %llu",
+			       ip_why_names[i], (unsigned long long)n[i]);
+	if (bytes)
+		for (i = 0; i < GP_INTERPOSE_NR_WHY && at < (int)len; i++)
+			at += snprintf(buf + at, len - (size_t)at, " %s_bytes %llu",
+				       ip_why_names[i],
+				       (unsigned long long)bytes[i]);
+	return at < (int)len ? snprintf(buf + at, len - (size_t)at, "\n") + at :
+	       (int)len - 1;
+}
+
+/* The report, as lines "gpupool-interpose: KEY VALUE ...". */
+static size_t ip_report(char *buf, size_t len)
+{
+	struct gp_interpose_stats snap, *s = &snap;
+	size_t at;
+
+	ip_snapshot(s);
+	at = (size_t)snprintf(buf, len, "gpupool-interpose: pid %d mode %s pool %s\n"
+			      "gpupool-interpose: served %llu bytes %llu driver %llu "
+			      "freed %llu live_bytes %llu\n",
+			      (int)getpid(), ip_mode_names[s->mode],
+			      s->pool > 0 ? s->backend :
+			      s->pool < 0 ? "unavailable" : "unused",
+			      (unsigned long long)s->served,
+			      (unsigned long long)s->served_bytes,
+			      (unsigned long long)s->served_driver,
+			      (unsigned long long)s->freed,
+			      (unsigned long long)s->live_bytes);
+	at += (size_t)ip_report_why(buf + at, len - at, "fell_back",
+				    s->fell_back, s->fell_back_bytes);
+	at += (size_t)ip_report_why(buf + at, len - at, "refused",
+				    s->refused, NULL);
+	at += (size_t)snprintf(buf + at, len - at, "gpupool-interpose: real_frees %llu "
+			       "bad_frees %llu inherited %llu\n",
+			       (unsigned long long)s->real_frees,
+			       (unsigned long long)s->bad_frees,
+			       (unsigned long long)s->inherited);
+	if (s->pool < 0)
+		at += (size_t)snprintf(buf + at, len - at,
+				       "gpupool-interpose: why %s\n", s->why);
+	return at < len ? at : len - 1;
+}
+
+/* At exit (and never a teardown: the process may still free pool memory
+ * from later destructors, and the kernel takes the chunks back anyway).
+ */
+static void ip_exit(void) __attribute__((destructor));
+static void ip_exit(void)
+{
+	char buf[2048];
+	size_t n;
+	int fd;
+
+	if (!IP.debug && !IP.stats_path[0])
+		return;
+	n = ip_report(buf, sizeof(buf));
+	if (IP.debug && write(STDERR_FILENO, buf, n) < 0)
+		return;
+	if (!IP.stats_path[0])
+		return;
+	/* One write with O_APPEND: each process's block stays whole. */
+	fd = open(IP.stats_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, buf, n) != (ssize_t)n)
+		fprintf(stderr, "gpupool-interpose: cannot write %s: %s\n",
+			IP.stats_path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+/*
+ * table.c - the buffers the pool has served, by address: what
+ * cudaFreeHost and the flag and device-pointer queries look up.
+ *
+ * Shards, each a lock and an open-addressing map (map.c), chosen by the
+ * address, so that threads allocating at once rarely meet on a lock.  An
+ * entry packs the size asked (up to 2^44 bytes), the fork() generation
+ * of the process that allocated it (12 bits) and the flags into the
+ * map's value word.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "internal.h"
+#include "interpose.h"
+
+#define IP_SHARDS	64
+#define IP_SIZE_BITS	44
+#define IP_PRESENT	0x80u	/* set in every value: 0 is "no entry" */
+
+static struct ip_shard {
+	pthread_mutex_t lock;
+	struct gp_map map;
+} __attribute__((aligned(64))) ip_shards[IP_SHARDS];
+
+static void ip_table_init(void) __attribute__((constructor));
+static void ip_table_init(void)
+{
+	int i;
+
+	for (i = 0; i < IP_SHARDS; i++)
+		pthread_mutex_init(&ip_shards[i].lock, NULL);
+}
+
+static struct ip_shard *ip_shard_of(const void *ptr)
+{
+	uint64_t k = (uint64_t)(uintptr_t)ptr * 0x9e3779b97f4a7c15ull;
+
+	return &ip_shards[k >> 58];
+}
+
+static void ip_unpack(uintptr_t v, unsigned int *flags, uint64_t *size,
+		      unsigned int *gen)
+{
+	if (flags)
+		*flags = (unsigned int)(v & ~IP_PRESENT & 0xff);
+	if (gen)
+		*gen = (unsigned int)(v >> 8) & 0xfff;
+	if (size)
+		*size = (uint64_t)v >> 20;
+}
+
+int ip_table_put(void *ptr, unsigned int flags, uint64_t size)
+{
+	struct ip_shard *s = ip_shard_of(ptr);
+	uintptr_t v;
+	int ret;
+
+	if (size >> IP_SIZE_BITS)
+		return -E2BIG;
+	v = (uintptr_t)(size << 20) |
+	    (uintptr_t)(ip_generation() & 0xfff) << 8 | IP_PRESENT | flags;
+	pthread_mutex_lock(&s->lock);
+	ret = gp_map_put(&s->map, (uint64_t)(uintptr_t)ptr, (void *)v);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/* The entry of ptr, removed when take; 1 found, 0 not. */
+static int ip_table_find(void *ptr, int take, unsigned int *flags,
+			 uint64_t *size, unsigned int *gen)
+{
+	struct ip_shard *s = ip_shard_of(ptr);
+	uint64_t key = (uint64_t)(uintptr_t)ptr;
+	void *v;
+
+	pthread_mutex_lock(&s->lock);
+	v = take ? gp_map_del(&s->map, key) : gp_map_get(&s->map, key);
+	pthread_mutex_unlock(&s->lock);
+	if (v)
+		ip_unpack((uintptr_t)v, flags, size, gen);
+	return v != NULL;
+}
+
+int ip_table_take(void *ptr, unsigned int *flags, uint64_t *size,
+		  unsigned int *gen)
+{
+	return ip_table_find(ptr, 1, flags, size, gen);
+}
+
+int ip_table_get(void *ptr, unsigned int *flags, unsigned int *gen)
+{
+	return ip_table_find(ptr, 0, flags, NULL, gen);
+}
+
+/* Around fork(): no shard locked by another thread in the child. */
+void ip_table_lock_all(void)
+{
+	int i;
+
+	for (i = 0; i < IP_SHARDS; i++)
+		pthread_mutex_lock(&ip_shards[i].lock);
+}
+
+void ip_table_unlock_all(void)
+{
+	int i;
+
+	for (i = IP_SHARDS - 1; i >= 0; i--)
+		pthread_mutex_unlock(&ip_shards[i].lock);
+}
