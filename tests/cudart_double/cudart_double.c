@@ -1037,10 +1037,14 @@ static const struct { const char *name; void *fn; } cdd_driver[] = {
 #undef CDD_DRV
 };
 
-/* cudaDriverEntryPointSuccess / SymbolNotFound / VersionNotSufficent */
-static cudaError_t cdd_entry(const char *sym, void **fp, cdd_qres_t *status)
+/* cudaDriverEntryPointSuccess / SymbolNotFound / VersionNotSufficent: the
+ * double's own entry points, or else the driver's (host_alloc.c).
+ */
+static cudaError_t cdd_entry(const char *sym, void **fp, int version,
+			     unsigned long long flags, cdd_qres_t *status)
 {
 	unsigned int i;
+	int st;
 
 	*fp = NULL;
 	for (i = 0; i < sizeof(cdd_driver) / sizeof(cdd_driver[0]); i++)
@@ -1050,8 +1054,9 @@ static cudaError_t cdd_entry(const char *sym, void **fp, cdd_qres_t *status)
 				*status = (cdd_qres_t)0;
 			return cudaSuccess;
 		}
+	cdd_driver_entry(sym, fp, version, flags, &st);
 	if (status)
-		*status = (cdd_qres_t)1;
+		*status = (cdd_qres_t)st;
 	return cudaSuccess;
 }
 
@@ -1060,22 +1065,20 @@ CDD_API cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fp,
 						     unsigned long long flags,
 						     cdd_qres_t *status)
 {
-	(void)flags;
 	if (S.rt_version < 12050) {
 		cdd_violation("cudaGetDriverEntryPointByVersion on a runtime %d", S.rt_version);
 		return cdd_ret(cudaErrorInvalidValue);
 	}
 	if (version < 12000 || !sym || !fp)
 		return cdd_ret(cudaErrorInvalidValue);
-	return cdd_entry(sym, fp, status);
+	return cdd_entry(sym, fp, (int)version, flags, status);
 }
 
 CDD_API cudaError_t cudaGetDriverEntryPoint(const char *sym, void **fp,
 					    unsigned long long flags,
 					    cdd_qres_t *status)
 {
-	(void)flags;
 	if (!sym || !fp)
 		return cdd_ret(cudaErrorInvalidValue);
-	return cdd_entry(sym, fp, status);
+	return cdd_entry(sym, fp, S.rt_version, flags, status);
 }

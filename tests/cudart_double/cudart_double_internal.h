@@ -13,7 +13,12 @@
 #include "cuda.h"		/* userlib/cuda.h: the runtime's types */
 #include "cudart_double.h"
 
+/* Exported; tests/interpose builds the double into a library of its own
+ * with CDD_API hidden, as a runtime linked statically is.
+ */
+#ifndef CDD_API
 #define CDD_API __attribute__((visibility("default")))
+#endif
 
 /* Record e as the last error when it is one; returns e. */
 cudaError_t cdd_ret(cudaError_t e);
@@ -25,6 +30,12 @@ int cdd_runtime_version(void);
 /* Count a call (and whether it came during a capture). */
 void cdd_count(enum cdd_fn fn);
 
+/* host_alloc.c: a driver entry point from the driver's cuGetProcAddress
+ * (what the runtime hands out for a name it has no double of); always
+ * cudaSuccess, *status saying whether it was found, as the runtime does.
+ */
+cudaError_t cdd_driver_entry(const char *sym, void **fp, int version,
+			     unsigned long long flags, int *status);
 /* host_alloc.c: a potentially unsafe call now would be refused (and has
  * invalidated the capture): answer cudaErrorStreamCaptureUnsupported.
  */

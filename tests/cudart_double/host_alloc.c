@@ -39,6 +39,7 @@ typedef int cu_result;
 static struct {
 	pthread_once_t once;
 	int usable;
+	cu_result (*gpa)(const char *, void **, int, unsigned long long, int *);
 	cu_result (*host_alloc)(void **, size_t, unsigned int);
 	cu_result (*free_host)(void *);
 	cu_result (*get_flags)(unsigned int *, void *);
@@ -49,6 +50,7 @@ static void cdd_driver_open(void)
 {
 	cu_result (*gpa)(const char *, void **, int, unsigned long long, int *);
 	cu_result (*init)(unsigned int) = NULL;
+
 	void *dl = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	int v = cdd_runtime_version(), st;
 
@@ -62,6 +64,7 @@ static void cdd_driver_open(void)
 	    gpa("cuMemHostGetFlags", (void **)&D.get_flags, v, 0, &st) ||
 	    gpa("cuMemHostGetDevicePointer", (void **)&D.get_devptr, v, 0, &st))
 		return;
+	D.gpa = gpa;
 	D.usable = init(0) == 0;
 }
 
@@ -80,6 +83,19 @@ static cudaError_t cdd_driver(void)
 static cudaError_t cdd_from_cu(cu_result r)
 {
 	return cdd_ret(r >= 0 && r <= 3 ? (cudaError_t)r : cudaErrorUnknown);
+}
+
+cudaError_t cdd_driver_entry(const char *sym, void **fp, int version,
+			     unsigned long long flags, int *status)
+{
+	int st = 1;	/* CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND */
+
+	*fp = NULL;
+	if (!cdd_driver())
+		D.gpa(sym, fp, version, flags, &st);
+	if (status)
+		*status = st;
+	return cudaSuccess;
 }
 
 /* Stream capture -------------------------------------------------------------- */

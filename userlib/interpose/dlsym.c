@@ -30,7 +30,11 @@ typedef void *(*ip_dlsym_fn)(void *, const char *);
 /* The real dlsym (read by the entry's assembly). */
 __attribute__((visibility("hidden"))) ip_dlsym_fn ip_real_dlsym;
 
+/* Not instrumented: a sanitizer's runtime looks up the functions it
+ * intercepts with dlsym(RTLD_NEXT) before its shadow memory exists.
+ */
 __attribute__((visibility("hidden"))) ip_dlsym_fn ip_dlsym_resolve(void);
+__attribute__((no_sanitize("address", "thread", "undefined")))
 ip_dlsym_fn ip_dlsym_resolve(void)
 {
 	ip_dlsym_fn real = __atomic_load_n(&ip_real_dlsym, __ATOMIC_ACQUIRE);

@@ -93,7 +93,8 @@ void ip_say_once(int why, const char *fmt, ...)
 /* table.c: the buffers the pool served, by address: their flags and the
  * fork() generation that allocated them.
  */
-int ip_table_put(void *ptr, unsigned int flags, uint64_t size);
+int ip_table_put(void *ptr, unsigned int flags, uint64_t size,
+		 unsigned int gen);
 /* Remove ptr's entry; 1 if there was one. */
 int ip_table_take(void *ptr, unsigned int *flags, uint64_t *size,
 		  unsigned int *gen);

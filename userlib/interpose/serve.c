@@ -84,7 +84,7 @@ enum ip_verdict ip_alloc(void **ptr, size_t size, unsigned int flags,
 	ret = gp_host_alloc(ctx, size, 0, &p);
 	if (ret)
 		return ip_cannot(ip_why_of(ret), size, gp_last_error(ctx));
-	if (ip_table_put(p, flags, size)) {
+	if (ip_table_put(p, flags, size, ip_generation())) {
 		gp_host_free(ctx, p);
 		return ip_cannot(GP_INTERPOSE_OTHER, size,
 				 "out of memory for the interposer's table");
@@ -115,7 +115,7 @@ enum ip_verdict ip_free(void *ptr)
 	if (ip_table_take(ptr, &flags, &size, &gen)) {
 		if (gen != (ip_generation() & 0xfff)) {
 			/* The parent's: it stays the parent's. */
-			ip_table_put(ptr, flags, size);
+			ip_table_put(ptr, flags, size, gen);
 			ip_count(&ip_stats.inherited);
 			return IP_NOT_INIT;
 		}
@@ -171,7 +171,10 @@ static enum ip_verdict ip_query(void *ptr, unsigned int *flags)
 		return IP_REAL;
 	if (found < 0)
 		return IP_INVALID;
-	return gen == (ip_generation() & 0xfff) ? IP_DONE : IP_NOT_INIT;
+	if (gen == (ip_generation() & 0xfff))
+		return IP_DONE;
+	ip_count(&ip_stats.inherited);
+	return IP_NOT_INIT;
 }
 
 enum ip_verdict ip_get_flags(void *ptr, unsigned int *flags)

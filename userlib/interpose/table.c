@@ -15,7 +15,8 @@
 #include "internal.h"
 #include "interpose.h"
 
-#define IP_SHARDS	64
+#define IP_SHARDS	32	/* fork() holds them all: ThreadSanitizer
+				 * follows at most 64 locks held at once */
 #define IP_SIZE_BITS	44
 #define IP_PRESENT	0x80u	/* set in every value: 0 is "no entry" */
 
@@ -37,7 +38,7 @@ static struct ip_shard *ip_shard_of(const void *ptr)
 {
 	uint64_t k = (uint64_t)(uintptr_t)ptr * 0x9e3779b97f4a7c15ull;
 
-	return &ip_shards[k >> 58];
+	return &ip_shards[k >> 59];
 }
 
 static void ip_unpack(uintptr_t v, unsigned int *flags, uint64_t *size,
@@ -51,7 +52,8 @@ static void ip_unpack(uintptr_t v, unsigned int *flags, uint64_t *size,
 		*size = (uint64_t)v >> 20;
 }
 
-int ip_table_put(void *ptr, unsigned int flags, uint64_t size)
+int ip_table_put(void *ptr, unsigned int flags, uint64_t size,
+		 unsigned int gen)
 {
 	struct ip_shard *s = ip_shard_of(ptr);
 	uintptr_t v;
@@ -60,7 +62,7 @@ int ip_table_put(void *ptr, unsigned int flags, uint64_t size)
 	if (size >> IP_SIZE_BITS)
 		return -E2BIG;
 	v = (uintptr_t)(size << 20) |
-	    (uintptr_t)(ip_generation() & 0xfff) << 8 | IP_PRESENT | flags;
+	    (uintptr_t)(gen & 0xfff) << 8 | IP_PRESENT | flags;
 	pthread_mutex_lock(&s->lock);
 	ret = gp_map_put(&s->map, (uint64_t)(uintptr_t)ptr, (void *)v);
 	pthread_mutex_unlock(&s->lock);
