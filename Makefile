@@ -30,7 +30,8 @@ TEST_KVERS = $(shell $(TOP)/vm/kernels.sh)
 
 SUBMAKE = $(MAKE) --no-print-directory O=$(O) TOP=$(TOP)
 # The test directories (tests/<dir>), each built by its own target.
-TEST_DIRS = unit tools cudart_double lib vm tsan fuzz containers slurm
+TEST_DIRS = unit tools cudart_double cudadrv_double lib interpose vm tsan fuzz \
+	containers slurm
 
 .PHONY: all module modules-all ksft lib tools slurm tests demo check bench deps \
 	$(addprefix tests-,$(TEST_DIRS)) \
@@ -83,11 +84,14 @@ slurm:
 
 # Each test directory is a target of its own, so that `make -j` builds
 # them side by side; the library's tests and the fuzzers load the CUDA
-# runtime double, which tests/lib's make also builds: it goes first.
+# runtime double, which tests/lib's make also builds: it goes first, and
+# the driver double before the interposer's tests.
 tests: $(addprefix tests-,$(TEST_DIRS))
 $(addprefix tests-,$(TEST_DIRS)): ksft lib tools slurm
 	@$(SUBMAKE) -C tests/$(@:tests-%=%)
-tests-lib tests-fuzz: tests-cudart_double
+tests-lib tests-fuzz tests-interpose: tests-cudart_double
+tests-interpose tests-vm: tests-cudadrv_double
+tests-vm: tests-cudart_double
 
 # Run the VM suite (or a --filter of it, through VMFLAGS) on one kernel.
 vm-test: module tests

@@ -1,7 +1,8 @@
 #!/bin/sh
 # `make check`: build everything, then run every suite, continuing past
 # failures so that one report covers all of them:
-#   1. host unit tests (ASan + UBSan), the library's tests, ThreadSanitizer
+#   1. host unit tests (ASan + UBSan), the library's tests, the
+#      interposer's (ASan + UBSan and TSan), ThreadSanitizer
 #      and libFuzzer runs (bounded, seeded), the tools tests, the BFC
 #      benchmark's quick run (it must build and finish; no speed asserted),
 #      the Python tests, the YAML in the tree (scripts/yaml-check.py), the
@@ -159,6 +160,11 @@ host_block() {
 
 	step "host tests: libgpupool under ThreadSanitizer, many threads on the user backend"
 	GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" tsan "$O/tests/tsan" || st=1
+
+	step "host tests: the interposer, CUDA's pinned allocations from the pool (ASan + UBSan, TSan, and RTLD_DEEPBIND unsanitized)"
+	GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" interpose "$O/tests/interpose/asan" || st=1
+	GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" interpose-tsan "$O/tests/interpose/tsan" || st=1
+	GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" interpose-plain "$O/tests/interpose/plain" || st=1
 
 	step "libFuzzer: the allocator core, the /proc/gpupool parser, the library's ioctl handling"
 	"$top/scripts/run-fuzz.sh" fuzz "$O/tests/fuzz" || st=1

@@ -29,35 +29,11 @@ FIXTURE(many) {
 	int fd;
 };
 
-FIXTURE_VARIANT(many) {
-	int dmem;
-};
-
-FIXTURE_VARIANT_ADD(many, module) {
-	.dmem = 0,
-};
-
-FIXTURE_VARIANT_ADD(many, dmem) {
-	.dmem = 1,
-};
+CG_VARIANTS(many);
 
 FIXTURE_SETUP(many)
 {
-	char params[128];
-	int ret;
-
-	GP_REQUIRE();
-	ret = cg_mount();
-	if (ret)
-		GP_SKIP("cannot mount cgroup2 at %s: %s", CG_MNT, strerror(-ret));
-	if (variant->dmem && !cg_has_dmem())
-		GP_SKIP("this kernel has no dmem cgroup controller (CONFIG_CGROUP_DMEM, Linux 6.14+; " CG_MNT "/cgroup.controllers lacks dmem): the module variant covers the charging");
-	snprintf(params, sizeof(params), "pool_size=48M cgroup_limits=%s",
-		 variant->dmem ? "dmem" : "module");
-	ASSERT_EQ(0, gp_load_1(params));
-	ASSERT_EQ(0, cg_setup(&self->env, "churn", variant->dmem));
-	self->fd = gp_open_dev();
-	ASSERT_LE(0, self->fd);
+	CG_SETUP("churn");
 }
 
 FIXTURE_TEARDOWN(many)

@@ -361,6 +361,45 @@ static inline void cg_teardown(struct cg_env *env)
 	env->base[0] = 0;
 }
 
+/*
+ * Fixtures that run twice, once per way the module takes a limit: its own
+ * table and dmem.  CG_VARIANTS(f) declares the variants; CG_SETUP(name),
+ * in FIXTURE_SETUP of a fixture with `struct cg_env env; int fd;`, loads
+ * the module for the variant (pool_size=48M), skips the dmem variant on a
+ * kernel without the controller, makes the test's subtree and opens the
+ * device.
+ */
+#define CG_VARIANTS(f)							\
+	FIXTURE_VARIANT(f) {						\
+		int dmem;						\
+	};								\
+	FIXTURE_VARIANT_ADD(f, module) {				\
+		.dmem = 0,						\
+	};								\
+	FIXTURE_VARIANT_ADD(f, dmem) {					\
+		.dmem = 1,						\
+	}
+
+#define CG_SETUP(name) do {						\
+	char cg_params_[128];						\
+	int cg_ret_;							\
+									\
+	GP_REQUIRE();							\
+	cg_ret_ = cg_mount();						\
+	if (cg_ret_)							\
+		GP_SKIP("cannot mount cgroup2 at %s: %s", CG_MNT,	\
+			strerror(-cg_ret_));				\
+	if (variant->dmem && !cg_has_dmem())				\
+		GP_SKIP("this kernel has no dmem cgroup controller (CONFIG_CGROUP_DMEM, Linux 6.14+; " CG_MNT "/cgroup.controllers lacks dmem): the module variant covers it"); \
+	snprintf(cg_params_, sizeof(cg_params_),			\
+		 "pool_size=48M cgroup_limits=%s",			\
+		 variant->dmem ? "dmem" : "module");			\
+	ASSERT_EQ(0, gp_load_1(cg_params_));				\
+	ASSERT_EQ(0, cg_setup(&self->env, name, variant->dmem));	\
+	self->fd = gp_open_dev();					\
+	ASSERT_LE(0, self->fd);						\
+} while (0)
+
 /* GPUPOOL_IOC_CGROUP ----------------------------------------------------- */
 
 /* One call: 0 or -errno; *c is the answer (filled in on success). */

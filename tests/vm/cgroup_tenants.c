@@ -36,35 +36,11 @@ FIXTURE(ten) {
 	struct tenant t[2];
 };
 
-FIXTURE_VARIANT(ten) {
-	int dmem;
-};
-
-FIXTURE_VARIANT_ADD(ten, module) {
-	.dmem = 0,
-};
-
-FIXTURE_VARIANT_ADD(ten, dmem) {
-	.dmem = 1,
-};
+CG_VARIANTS(ten);
 
 FIXTURE_SETUP(ten)
 {
-	char params[128];
-	int ret;
-
-	GP_REQUIRE();
-	ret = cg_mount();
-	if (ret)
-		GP_SKIP("cannot mount cgroup2 at %s: %s", CG_MNT, strerror(-ret));
-	if (variant->dmem && !cg_has_dmem())
-		GP_SKIP("this kernel has no dmem cgroup controller (CONFIG_CGROUP_DMEM, Linux 6.14+; " CG_MNT "/cgroup.controllers lacks dmem): the module variant covers the charging");
-	snprintf(params, sizeof(params), "pool_size=48M cgroup_limits=%s",
-		 variant->dmem ? "dmem" : "module");
-	ASSERT_EQ(0, gp_load_1(params));
-	ASSERT_EQ(0, cg_setup(&self->env, "tenants", variant->dmem));
-	self->fd = gp_open_dev();
-	ASSERT_LE(0, self->fd);
+	CG_SETUP("tenants");
 }
 
 FIXTURE_TEARDOWN(ten)

@@ -53,15 +53,6 @@ ip_dlsym_fn ip_dlsym_resolve(void)
 	return real;
 }
 
-/* Is addr inside this library? */
-static int ip_is_self(const void *addr)
-{
-	Dl_info caller, self;
-
-	return dladdr(addr, &caller) && dladdr((void *)ip_is_self, &self) &&
-	       caller.dli_fbase == self.dli_fbase;
-}
-
 __attribute__((visibility("hidden"))) void *ip_dlsym_handle(void *handle,
 							    const char *name);
 void *ip_dlsym_handle(void *handle, const char *name)

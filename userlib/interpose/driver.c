@@ -22,7 +22,6 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -58,21 +57,12 @@ static struct {
 /* Finding the driver ------------------------------------------------------------ */
 
 /* The loaded object holding addr, opened (a reference to drop), if it is
- * a driver: not this library, and it has cuGetProcAddress and
- * cuMemHostAlloc.
+ * a driver: it has cuGetProcAddress and cuMemHostAlloc.
  */
 static void *ip_drv_object(const void *addr)
 {
-	struct link_map *lm = NULL, *self = NULL;
-	Dl_info info;
-	void *dl;
+	void *dl = ip_object_of(addr);
 
-	if (!dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm ||
-	    !lm->l_name[0] ||
-	    !dladdr1((void *)ip_drv_object, &info, (void **)&self,
-		     RTLD_DL_LINKMAP) || lm == self)
-		return NULL;
-	dl = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
 	if (dl && (!dlsym(dl, "cuGetProcAddress") || !dlsym(dl, "cuMemHostAlloc"))) {
 		dlclose(dl);
 		dl = NULL;

@@ -110,6 +110,13 @@ void *ip_driver_swap(void *fn);
 int ip_driver_wraps(const char *name);
 /* runtime.c: the same for a runtime entry point that dlsym() found. */
 void *ip_runtime_swap(void *fn, const char *name);
+/* objects.c: is addr inside this library; the loaded object holding
+ * addr, opened (dlclose it), unless it is this library or the program;
+ * name@version (any version when NULL) in a loaded object but this one.
+ */
+int ip_is_self(const void *addr);
+void *ip_object_of(const void *addr);
+void *ip_find_in_objects(const char *name, const char *version);
 /* Is name one of the entry points we wrap (runtime or driver)? */
 int ip_wraps(const char *name);
 

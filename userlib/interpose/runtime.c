@@ -15,7 +15,6 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <link.h>
 #include <string.h>
 
 #include "internal.h"
@@ -53,42 +52,6 @@ static struct ip_rt ip_rts[IP_NR_RT] = {
 
 /* Finding the real functions ------------------------------------------------ */
 
-struct ip_rt_objects {
-	char names[8][256];
-	int n;
-};
-
-static int ip_rt_object(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct ip_rt_objects *o = arg;
-	const char *base = strrchr(info->dlpi_name, '/');
-
-	(void)size;
-	base = base ? base + 1 : info->dlpi_name;
-	if (!strncmp(base, "libcudart.so", 12) && o->n < 8)
-		strncpy(o->names[o->n++], info->dlpi_name, 255);
-	return 0;
-}
-
-/* name@version (any version when version is NULL) in a loaded runtime. */
-static void *ip_rt_search(const char *name, const char *version)
-{
-	struct ip_rt_objects o = { .n = 0 };
-	void *fn = NULL, *dl;
-	int i;
-
-	/* Opened after the walk: the walk holds a loader lock. */
-	dl_iterate_phdr(ip_rt_object, &o);
-	for (i = 0; i < o.n && !fn; i++) {
-		dl = dlopen(o.names[i], RTLD_LAZY | RTLD_NOLOAD);
-		if (!dl)
-			continue;
-		fn = version ? dlvsym(dl, name, version) : dlsym(dl, name);
-		dlclose(dl);
-	}
-	return fn;
-}
-
 static void *ip_rt_real(struct ip_rt *rt, int fn)
 {
 	void *p = __atomic_load_n(&rt->real[fn], __ATOMIC_ACQUIRE);
@@ -96,12 +59,10 @@ static void *ip_rt_real(struct ip_rt *rt, int fn)
 	if (p)
 		return p;
 	p = dlvsym(RTLD_NEXT, ip_rt_names[fn], rt->version);
-	if (!p)
-		p = ip_rt_search(ip_rt_names[fn], rt->version);
+	if (!p)		/* a runtime loaded with RTLD_LOCAL */
+		p = ip_find_in_objects(ip_rt_names[fn], rt->version);
 	if (!p)		/* an unversioned runtime, or another version */
 		p = dlsym(RTLD_NEXT, ip_rt_names[fn]);
-	if (!p)
-		p = ip_rt_search(ip_rt_names[fn], NULL);
 	if (p)
 		__atomic_store_n(&rt->real[fn], p, __ATOMIC_RELEASE);
 	return p;
@@ -280,15 +241,29 @@ static int ip_rt_index(const char *name)
 	return -1;
 }
 
+/* The version of fn, the runtime's `name` in its own object, taken as
+ * that version's real function when none is known yet.
+ */
 void *ip_runtime_swap(void *fn, const char *name)
 {
 	int i = ip_rt_index(name), v;
+	void *dl, *known;
 
-	/* Newest first: a runtime without versions resolves for any. */
-	for (v = IP_NR_RT - 1; i >= 0 && v >= 0; v--)
-		if (ip_rt_real(&ip_rts[v], i) == fn)
-			return ip_rt_thunks[v][i];
-	return fn;
+	dl = i < 0 ? NULL : ip_object_of(fn);
+	if (!dl)
+		return fn;
+	/* Newest first: a runtime without versions answers for any. */
+	for (v = IP_NR_RT - 1; v >= 0; v--) {
+		if (dlvsym(dl, name, ip_rts[v].version) != fn)
+			continue;
+		known = NULL;
+		__atomic_compare_exchange_n(&ip_rts[v].real[i], &known, fn, 0,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+		if (!known || known == fn)
+			break;
+	}
+	dlclose(dl);
+	return v >= 0 ? ip_rt_thunks[v][i] : fn;
 }
 
 int ip_wraps(const char *name)
