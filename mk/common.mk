@@ -23,6 +23,13 @@ SANFLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 CUDA_HOME ?= /usr/local/cuda
 HAVE_CUDA := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
+# Where `make install` puts things (PREFIX, LIBDIR and DESTDIR are
+# honoured); the interposer goes in a folder of its own, as a preloaded
+# library without a soname should.
+PREFIX        ?= /usr/local
+LIBDIR        ?= $(PREFIX)/lib
+INTERPOSE_DIR ?= $(LIBDIR)/gpupool
+
 # kselftest headers, extracted from Debian's linux-source-6.1 at build time
 # (see scripts/ksft-headers.sh); never committed.
 KSFT_DIR  := $(O)/ksft

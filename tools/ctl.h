@@ -5,7 +5,8 @@
  * one place that formats or parses a byte count) and escaping of names.
  * ctl_cgroup.c: a cgroup named on the command line, and its dmem files.
  * ctl_limit.c: the limit command.  ctl_cdi.c: the cdi command (the CDI spec
- * for container runtimes).  gpupoolctl.c: the other commands, main.
+ * for container runtimes).  ctl_run.c: the run command (a program under
+ * the interposer).  gpupoolctl.c: the other commands, main.
  */
 #ifndef GPUPOOL_CTL_H
 #define GPUPOOL_CTL_H
@@ -59,6 +60,11 @@ void json_str(const char *s);
 void text_name(const char *s);
 /* A Prometheus label value, quoted and escaped. */
 void prom_label(FILE *out, const char *s);
+
+/* `gpupoolctl run ...` (argv[0] is "run"): an exit code, when it could
+ * not exec() the command.
+ */
+int cmd_run(int argc, char **argv);
 
 /* The dmem region the module registers (dmem.max: "gpupool <bytes>"). */
 #define DMEM_REGION	"gpupool"

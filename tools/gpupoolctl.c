@@ -14,6 +14,8 @@
  *                           node_exporter's textfile collector)
  *   gpupoolctl limit        per-cgroup limits: set, clear, show
  *   gpupoolctl cdi          the CDI spec (gpupool.io/pool=default)
+ *   gpupoolctl run -- CMD   CMD with its CUDA pinned memory from the pool
+ *                           (ctl_run.c)
  *
  * GPUPOOL_PROC_PATH and GPUPOOL_DEV_PATH override the two paths (tests).
  */
@@ -794,6 +796,10 @@ static void usage(FILE *out)
 		"                SIZE: bytes, or with a K, M, G or T suffix (1024-based)\n"
 		"  cdi           the CDI spec of /dev/gpupool for container runtimes\n"
 		"                (device gpupool.io/pool=default)\n"
+		"  run [--mode fallback|strict] [--stats FILE] [--debug] [--backend B]\n"
+		"      [--library PATH] [--] COMMAND [ARGS...]\n"
+		"                COMMAND with the pinned memory it asks of CUDA\n"
+		"                served by the pool (exit status: COMMAND's)\n"
 		"options:\n"
 		"  --json        JSON instead of text (info, stat, top, map, limit show)\n"
 		"  -b -k -m -g   sizes in bytes, KiB, MiB, GiB (default: human-readable)\n"
@@ -912,7 +918,12 @@ static int run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	int ret = run(argc, argv);
+	int ret;
+
+	/* run's arguments are a command's: its own parser (ctl_run.c). */
+	if (argc > 1 && !strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
+	ret = run(argc, argv);
 
 	/* A full disk under `gpupoolctl prometheus > file` is a failure. */
 	if (fflush(stdout) || ferror(stdout)) {

@@ -8,3 +8,4 @@ const char tests_cudart[] = IP_CUDART;
 const char tests_libdeep[] = IP_LIBDEEP;
 const char tests_libdeep_static[] = IP_LIBDEEP_STATIC;
 const char tests_real_cudart[] = IP_REAL_CUDART;
+const char tests_gpupoolctl[] = IP_GPUPOOLCTL;
