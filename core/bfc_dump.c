@@ -1,12 +1,55 @@
 // SPDX-License-Identifier: (GPL-2.0 OR MIT)
 /*
- * bfc_dump.c - per-bin statistics and the text reports (TensorFlow's
- * DumpMemoryLog and RenderOccupancy).  O(chunks); never on a hot path.
- * Byte counts are printed exactly, in decimal (no floating point).
+ * bfc_dump.c - statistics: the running sums (O(log n) for the largest
+ * free chunk), per-bin statistics and the text reports (TensorFlow's
+ * DumpMemoryLog and RenderOccupancy).  Bins and reports are O(chunks);
+ * none of it is on a hot path.  Byte counts are printed exactly, in
+ * decimal (no floating point).
  */
 #include "bfc_internal.h"
 
 #define BFC_ULL(x)	((unsigned long long)(x))
+
+void bfc_get_stats(const struct bfc *b, struct bfc_stats *s)
+{
+	uint32_t h = bfc__largest_free(b);
+	uint64_t num, den;
+
+	*s = b->st;
+	s->chunks_in_use = s->nr_allocs - s->nr_frees;
+	s->largest_free = h ? b->chunks[h].size : 0;
+	s->free_bytes = s->reserved - s->in_use;
+	s->fragmentation_ppm = 0;
+	if (s->free_bytes) {
+		num = s->free_bytes - s->largest_free;
+		den = s->free_bytes;
+		/* Exact while num * 10^6 fits: free_bytes < 2^44 (16 TiB);
+		 * beyond that both are scaled down first.
+		 */
+		while (den >= (1ull << 44)) {
+			num >>= 1;
+			den >>= 1;
+		}
+		s->fragmentation_ppm = (uint32_t)(num * 1000000u / den);
+	}
+}
+
+void bfc_reset_peaks(struct bfc *b)
+{
+	b->st.peak_in_use = b->st.in_use;
+	b->st.peak_reserved = b->st.reserved;
+}
+
+uint32_t bfc_bin_of(const struct bfc *b, uint64_t size)
+{
+	uint64_t u = size >> b->gshift;
+	uint32_t bin;
+
+	if (!u)
+		return 0;
+	bin = 63u - (uint32_t)__builtin_clzll(u);
+	return bin < BFC_NR_BINS ? bin : BFC_NR_BINS - 1;
+}
 
 int bfc_bin_stats_add(void *bins, const struct bfc_chunk_info *c)
 {

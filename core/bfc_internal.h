@@ -406,7 +406,17 @@ static inline uint64_t bfc__hash_bucket(const struct bfc *b, uint64_t addr)
 	return (addr * b->hash_mul) >> b->hash_shift;
 }
 
-/* bfc.c: chunk slots, and release() for bfc_region.c. */
+/* Put in-use chunk h at the head of its address index bucket. */
+static __always_inline void bfc__hash_link(struct bfc *b, struct bfc_chunk *C,
+					   uint32_t h)
+{
+	uint32_t *head = &b->hash[bfc__hash_bucket(b, C[h].addr)];
+
+	C[h].hnext = *head;
+	*head = h;
+}
+
+/* bfc_create.c: chunk slots; bfc.c: release(), for bfc_region.c. */
 
 /* A slot (slot_reserve() made sure there is one); the caller sets its
  * flags and the fields it needs.
