@@ -408,13 +408,15 @@ void gp_holder_uncharge(struct gp_holder *h, u64 bytes);
 void gp_holder_show(struct seq_file *m, bool all, kuid_t uid);
 
 /* cgroup.c: chunks charged to cgroups, per-cgroup limits. */
-struct gpupool_cgroup;
 extern bool gp_cg_dmem;
 int gp_cg_init(const char *mode, u64 capacity);
 void gp_cg_exit(void);
 int gp_cg_charge(u64 size, struct gp_charge *ch, struct gp_denial *d);
 void gp_cg_uncharge(struct gp_charge *ch, u64 size);
 void gp_denial_clear(struct gp_denial *d);
+
+/* cgroup_limits.c: GPUPOOL_IOC_CGROUP and /proc/gpupool's cgroup lines. */
+struct gpupool_cgroup;
 int gp_cg_ioctl(struct gpupool_cgroup *arg, const struct gp_denial *d);
 void gp_cg_show(struct seq_file *m);
 
