@@ -73,7 +73,7 @@
  * setting allows (__thp_vma_allowable_orders(): "always", or "madvise"
  * with VM_HUGEPAGE, which mmap sets) and not after MADV_NOHUGEPAGE; then
  * ->fault maps those blocks a page at a time.  The cost is in the
- * quarantine: the 512 pages share one refcount (pool.c,
+ * quarantine: the 512 pages share one refcount (zeroing.c,
  * gp_folio_held_elsewhere()).  What the older kernels offer, rejected:
  *  - vmf_insert_pfn_pmd() (6.1, 6.12) wants VM_PFNMAP or VM_MIXEDMAP
  *    (6.1 mm/huge_memory.c: "BUG_ON(!(vma->vm_flags & (VM_PFNMAP|

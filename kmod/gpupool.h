@@ -289,6 +289,7 @@ int gp_pool_alloc(u64 size, int nid, bool strict_node,
 		  struct gp_chunk **out);
 void gp_pool_release_chunk(struct gp_chunk *c);
 void gp_pool_count_failure(int nid);
+extern bool gp_dying;		/* unloading: no quarantine recheck queued */
 
 /* pool_stats.c: the pool's figures and /proc's bin table and map. */
 void gp_pool_node_stats(struct gp_node *n, struct gpupool_pool_stats *s);
@@ -376,6 +377,18 @@ static inline struct page *gp_node_page(const struct gp_node *n,
 	unsigned long i = pg % GP_BLOCK_PAGES;
 
 	return b->head ? b->head + i : b->pages[i];
+}
+
+/* zeroing.c: the zeroing worker and the quarantine (gp_node's works). */
+void gp_zero_fn(struct work_struct *work);
+void gp_quarantine_fn(struct work_struct *work);
+
+/* c enters (sign > 0) or leaves a state whose cells are these; stat_lock. */
+static inline void gp_map_note(struct gp_chunk *c, u64 *cells, int sign)
+{
+	const struct gp_figures *f = &c->node->fig;
+
+	gp_map_cells(cells, f->space, f->cell, c->offset, c->size, sign);
 }
 
 /* chunk.c: chunk references, mappings and exported chunk fds. */
