@@ -76,48 +76,36 @@ u32 gp_policy = BFC_POLICY_DEFAULT;
 #define GP_SIZE_PARAM_MAX	(64ULL << 40)
 
 /*
- * A size parameter: decimal digits with an optional K/M/G/T suffix, nothing
- * else, at most 64 TiB.  Not memparse(): it wraps silently (16E is 0, and
- * max_size=0 means no growth).
+ * A size parameter: decimal digits with an optional K, M, G or T suffix
+ * (either case), nothing after it, at most 64 TiB.  memparse() reads the
+ * suffix, as the value of "1" and the suffix, not the whole parameter:
+ * there it would take a leading 0 for octal (010 is 8) and 0x for hex,
+ * take P and E too, and wrap silently past 2^64 (6.1's does: 16E is 0,
+ * and max_size=0 means no growth).  kstrtoull() reads the digits, which
+ * are checked against 64 TiB in the suffix's unit before they are
+ * multiplied.
  */
 static int gp_parse_size(const char *name, const char *s, u64 *out)
 {
 	size_t n = strspn(s, "0123456789");
-	unsigned int shift = 0;
-	char num[24];
-	u64 v;
+	char num[24], unit_str[3] = { '1', s[n] };
+	char *end;
+	u64 v, unit;
 
-	if (!n || n >= sizeof(num))
+	/* Digits, then nothing or one character: the suffix. */
+	if (!n || n >= sizeof(num) || (s[n] && s[n + 1]))
 		goto bad;
 	memcpy(num, s, n);
 	num[n] = '\0';
-	if (kstrtoull(num, 10, &v))
+	/* 1 or the suffix's unit, up to T (memparse() takes P and E too). */
+	unit = memparse(unit_str, &end);
+	if (kstrtoull(num, 10, &v) || *end || unit > 1ULL << 40)
 		goto bad;
-	switch (s[n]) {
-	case '\0':
-		break;
-	case 'k': case 'K':
-		shift = 10;
-		break;
-	case 'm': case 'M':
-		shift = 20;
-		break;
-	case 'g': case 'G':
-		shift = 30;
-		break;
-	case 't': case 'T':
-		shift = 40;
-		break;
-	default:
-		goto bad;
-	}
-	if (shift && s[n + 1])
-		goto bad;
-	if (v > GP_SIZE_PARAM_MAX >> shift) {
+	if (v > GP_SIZE_PARAM_MAX / unit) {
 		pr_err("%s=%s: more than 64 TiB\n", name, s);
 		return -EINVAL;
 	}
-	*out = v << shift;
+	*out = v * unit;
 	return 0;
 bad:
 	pr_err("%s=%s: not a size (decimal digits with an optional K, M, G or T suffix)\n",

@@ -317,6 +317,19 @@ TEST(bad_params_refused)
 		"pool_size=16M max_size=99999999999999999999",
 		"pool_size=0x1000000",
 		"pool_size=16M per_process_limit=4GB",
+		/* Refused as before memparse() read the suffixes: no number,
+		 * a suffix alone (memparse() reads 0 in 6.1), a sign, a space,
+		 * a newline, P and E, and a size past 2^64 (which it wraps,
+		 * here to 0, no growth).
+		 */
+		"pool_size=",
+		"pool_size=16M max_size=K",
+		"pool_size=-16M",
+		"pool_size=\" 16M\"",
+		"pool_size=\"16M\n\"",
+		"pool_size=16M max_size=1p",
+		"pool_size=16M max_size=1E",
+		"pool_size=16M max_size=17592186044416M",
 	};
 	unsigned int i;
 
@@ -329,6 +342,27 @@ TEST(bad_params_refused)
 		if (gp_loaded())
 			gp_unload_wait(2000);
 	}
+}
+
+/*
+ * Sizes mean what they meant before memparse() read the suffixes: a
+ * leading 0 is decimal (memparse() would read 016 as 14), either case of
+ * a suffix, up to T.
+ */
+TEST(size_params_read)
+{
+	char text[16384] = "", val[64] = "";
+
+	GP_REQUIRE();
+	ASSERT_EQ(0, gp_load("pool_size=016m max_size=00032M per_process_limit=1t"));
+	EXPECT_LT(0, gp_read_file(GP_PROC, text, sizeof(text)));
+	EXPECT_NE(NULL, gp_proc_value(text, "PoolTotal", val, sizeof(val)));
+	EXPECT_STREQ("16384 kB", val);
+	EXPECT_NE(NULL, gp_proc_value(text, "PoolLimit", val, sizeof(val)));
+	EXPECT_STREQ("32768 kB", val);
+	EXPECT_NE(NULL, gp_proc_value(text, "PerProcessLimit", val, sizeof(val)));
+	EXPECT_STREQ("1073741824 kB", val);
+	EXPECT_EQ(0, gp_unload_wait(5000));
 }
 
 TEST_HARNESS_MAIN
