@@ -306,6 +306,17 @@ cmdline+=" initcall_blacklist=jent_mod_init"
 # TCG does not always survive (seen once on 6.12: an int3 oops in
 # sched_clock_cpu from __sched_clock_work while fuzz_device ran).
 cmdline+=" tsc=reliable"
+# The TSC's rate, from the host: under TCG the guest reads the host's TSC,
+# and on a loaded host the guest's own calibration against the PIT can be
+# off many times over (seen: 99.9 MHz for 2596, so that the guest's clock
+# ran 26 times too fast and a 37 s test "timed out" after 840 s).  Taken
+# from the host kernel's calibration where the host's TSC is constant.
+if grep -qw constant_tsc /proc/cpuinfo && grep -qw nonstop_tsc /proc/cpuinfo; then
+	tsc_khz=$(dmesg 2>/dev/null | sed -n \
+		-e 's/.*tsc: Refined TSC clocksource calibration: \([0-9]*\)\.\([0-9]\{3\}\).*/\1\2/p' \
+		-e 's/.*tsc: Detected \([0-9]*\)\.\([0-9]\{3\}\) MHz processor.*/\1\2/p' | tail -n 1)
+	[ -n "$tsc_khz" ] && cmdline+=" tsc_early_khz=$tsc_khz"
+fi
 # A task stuck in the kernel for 60 s is reported (a splat) well before
 # --timeout kills the VM.
 cmdline+=" sysctl.kernel.hung_task_timeout_secs=60"
