@@ -5,10 +5,18 @@
  * a limit on the job's cgroup (job_<id> under Slurm's cgroup/v2 plugin),
  * set on each compute node by `gpupoolctl limit set` (so the module's own
  * limits and dmem.max work alike) before the job's first task runs.
+ * `--gpupool-interpose[=strict|fallback]` puts libgpupool-interpose in the
+ * job's tasks (LD_PRELOAD, after whatever is there, and its mode), so that
+ * the pinned memory its frameworks ask of CUDA comes from the pool too,
+ * within the share: strict (the default) fails what the pool cannot serve,
+ * fallback lets CUDA serve it (docs/interpose.md).
  *
  * plugstack.conf arguments:
  *   default=SIZE     the share of a job that does not ask (none: no limit)
  *   max=SIZE         the largest share a job may ask, checked at submission
+ *   interpose=MODE   the interposer for every job that does not ask: off
+ *                    (the default), strict or fallback
+ *   interposer=PATH  the interposer (default: where the package puts it)
  *   gpupoolctl=PATH  the gpupoolctl to run (default /usr/sbin/gpupoolctl)
  *   proc=PATH        /proc/gpupool (tests)
  *
@@ -43,8 +51,12 @@ EXPORT const unsigned int plugin_version = SLURM_VERSION_NUMBER;
 EXPORT const unsigned int spank_plugin_version = 1;
 
 #define OPT_GPUPOOL	1
+#define OPT_INTERPOSE	2
 #define DEF_CTL		"/usr/sbin/gpupoolctl"
 #define DEF_PROC	"/proc/gpupool"
+#ifndef GPUPOOL_INTERPOSER
+#define GPUPOOL_INTERPOSER "/usr/local/lib/gpupool/libgpupool-interpose.so"
+#endif
 
 /* What plugstack.conf said and what the job asked (per process). */
 static struct {
@@ -52,11 +64,15 @@ static struct {
 	uint64_t max;		/* max=, 0: none */
 	const char *ctl;	/* gpupoolctl= */
 	const char *proc;	/* proc= */
+	const char *interposer;	/* interposer= */
+	const char *ip_def;	/* interpose=: "off", "strict", "fallback" */
+	const char *ip_req;	/* --gpupool-interpose[=MODE], NULL: not given */
 	uint64_t req;		/* --gpupool=, 0: not given */
 	char req_text[64];	/* as the user wrote it */
 	int set_here;		/* this slurmstepd set the limit */
 	char cgroup[PATH_MAX];	/* the job's cgroup, once found */
-} gp = { .ctl = DEF_CTL, .proc = DEF_PROC };
+} gp = { .ctl = DEF_CTL, .proc = DEF_PROC, .interposer = GPUPOOL_INTERPOSER,
+	 .ip_def = "off" };
 
 /* ------------------------------------------------------------------------
  * The node's pool
@@ -189,6 +205,36 @@ static struct spank_option opt_gpupool = {
 	1, OPT_GPUPOOL, opt_cb,
 };
 
+/* An interposer mode, or NULL (said, naming where it came from). */
+static const char *ip_mode(const char *what, const char *v)
+{
+	static const char *const modes[] = { "off", "strict", "fallback" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(v, modes[i]))
+			return modes[i];
+	slurm_error("gpupool: %s%s: expected strict, fallback or off", what, v);
+	return NULL;
+}
+
+static int opt_interpose_cb(int val, const char *optarg, int remote)
+{
+	(void)val;
+	(void)remote;
+	gp.ip_req = optarg && *optarg ?
+		    ip_mode("--gpupool-interpose=", optarg) : "strict";
+	return gp.ip_req ? 0 : -1;
+}
+
+static struct spank_option opt_interpose = {
+	"gpupool-interpose", "[strict|fallback]",
+	"Serve the pinned host memory the job's programs ask of CUDA (PyTorch, "
+	"TensorFlow, JAX...) from the node's gpupool pool, within the job's share: "
+	"strict (the default) fails what the pool cannot serve, fallback lets CUDA serve it.",
+	2, OPT_INTERPOSE, opt_interpose_cb,
+};
+
 /* ------------------------------------------------------------------------
  * plugstack.conf's arguments
  */
@@ -204,12 +250,18 @@ static int parse_args(int ac, char **av)
 		} else if (!strncmp(av[i], "max=", 4)) {
 			if (size_arg("plugstack.conf max=", av[i] + 4, &gp.max))
 				return -1;
+		} else if (!strncmp(av[i], "interpose=", 10)) {
+			gp.ip_def = ip_mode("plugstack.conf interpose=", av[i] + 10);
+			if (!gp.ip_def)
+				return -1;
+		} else if (!strncmp(av[i], "interposer=", 11) && av[i][11] == '/') {
+			gp.interposer = av[i] + 11;
 		} else if (!strncmp(av[i], "gpupoolctl=", 11) && av[i][11] == '/') {
 			gp.ctl = av[i] + 11;
 		} else if (!strncmp(av[i], "proc=", 5) && av[i][5] == '/') {
 			gp.proc = av[i] + 5;
 		} else {
-			slurm_error("gpupool: plugstack.conf: unknown argument '%s' (default=SIZE, max=SIZE, gpupoolctl=/PATH, proc=/PATH)",
+			slurm_error("gpupool: plugstack.conf: unknown argument '%s' (default=SIZE, max=SIZE, interpose=MODE, interposer=/PATH, gpupoolctl=/PATH, proc=/PATH)",
 				    av[i]);
 			return -1;
 		}
@@ -229,8 +281,9 @@ EXPORT int slurm_spank_init(spank_t sp, int ac, char **av)
 	case S_CTX_LOCAL:
 	case S_CTX_REMOTE:
 	case S_CTX_ALLOCATOR:
-		if (spank_option_register(sp, &opt_gpupool) != ESPANK_SUCCESS) {
-			slurm_error("gpupool: cannot register --gpupool");
+		if (spank_option_register(sp, &opt_gpupool) != ESPANK_SUCCESS ||
+		    spank_option_register(sp, &opt_interpose) != ESPANK_SUCCESS) {
+			slurm_error("gpupool: cannot register --gpupool and --gpupool-interpose");
 			return -1;
 		}
 		break;
@@ -395,6 +448,42 @@ EXPORT int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	}
 	slurm_verbose("gpupool: job %" PRIu32 ": limit %s on %s",
 		      jobid, human(a, sizeof(a), share), gp.cgroup);
+	return 0;
+}
+
+/*
+ * In each task, as the job's user, just before it runs the user's
+ * program: the interposer into its environment, when the job asked for it
+ * or plugstack.conf says so for every job.  LD_PRELOAD keeps what is
+ * there first (a sanitizer's runtime must be).  A job that asked, on a
+ * node without the interposer, fails saying so.
+ */
+EXPORT int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	const char *mode = gp.ip_req ? gp.ip_req : gp.ip_def;
+	char old[4096] = "", val[4096 + PATH_MAX + 2];
+
+	(void)ac;
+	(void)av;
+	if (!strcmp(mode, "off"))
+		return 0;
+	if (access(gp.interposer, R_OK)) {
+		slurm_error("gpupool: --gpupool-interpose: no interposer at %s: %s (install libgpupool1, or interposer= in plugstack.conf)",
+			    gp.interposer, strerror(errno));
+		return gp.ip_req ? -1 : 0;
+	}
+	if (spank_getenv(sp, "LD_PRELOAD", old, sizeof(old)) != ESPANK_SUCCESS)
+		old[0] = '\0';
+	if (strstr(old, gp.interposer))
+		snprintf(val, sizeof(val), "%s", old);
+	else
+		snprintf(val, sizeof(val), "%s%s%s", old, *old ? ":" : "",
+			 gp.interposer);
+	if (spank_setenv(sp, "LD_PRELOAD", val, 1) != ESPANK_SUCCESS ||
+	    spank_setenv(sp, "GPUPOOL_INTERPOSE_MODE", mode, 1) != ESPANK_SUCCESS) {
+		slurm_error("gpupool: cannot set the task's LD_PRELOAD");
+		return -1;
+	}
 	return 0;
 }
 

@@ -18,6 +18,8 @@ build=$(cd "$here/../.." && pwd)
 plugin=${GPUPOOL_SLURM_PLUGIN:-$build/slurm/gpupool.so}
 ctl=${GPUPOOL_CTL:-$build/tools/gpupoolctl}
 take=$here/bin/pool_take
+iptake=$here/bin/ip_take
+interposer=${GPUPOOL_INTERPOSER:-$build/userlib/libgpupool-interpose.so}
 W=/tmp/slurm-test
 export SLURM_CONF=$W/slurm.conf
 
@@ -35,7 +37,7 @@ totals() {
 	exit $?
 }
 show() { sed 's/^/# /' "$@"; }
-NCASES=13
+NCASES=17
 
 echo "TAP version 13"
 echo "1..$NCASES"
@@ -46,7 +48,7 @@ elif [ ! -e /dev/gpupool ]; then why="gpupool.ko not loaded (run-vm.sh --load po
 elif [ ! -x /usr/sbin/slurmd ] || [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/munged ]; then
 	why="slurmd, slurmctld or munge not installed (make deps)"
 elif [ ! -f "$plugin" ]; then why="$plugin not built (libslurm-dev missing?)"
-elif [ ! -x "$take" ] || [ ! -x "$ctl" ]; then why="$take or $ctl not built"
+elif [ ! -x "$take" ] || [ ! -x "$ctl" ] || [ ! -x "$iptake" ]; then why="$take, $iptake or $ctl not built"
 fi
 if [ -n "$why" ]; then
 	i=0
@@ -103,7 +105,9 @@ CgroupPlugin=cgroup/v2
 IgnoreSystemd=yes
 CgroupAutomount=yes
 EOF
-echo "required $plugin gpupoolctl=$ctl" > $W/plugstack.conf
+echo "required $plugin gpupoolctl=$ctl interposer=$interposer" > $W/plugstack.conf
+# ip_take's jobs find the CUDA driver double (srun passes the environment).
+export LD_LIBRARY_PATH=$build/tests/cudadrv_double
 
 slurmctld -i
 slurmd
@@ -236,7 +240,28 @@ show $W/o8 2>/dev/null
 check "sbatch --gpupool=64M: the batch job (job $sj) gets ENOSPC at 64M in job_$sj" \
 	grep -Eq "^pool_take: ENOSPC after [0-9]+: limit 67108864 use [0-9]+ of /system\.slice/.*slurmstepd\.scope/job_$sj\$" $W/o8
 
-# --- 7. plugstack.conf: default= and max= ---------------------------------------
+# --- 7. --gpupool-interpose: a framework's cudaHostAlloc within the share ------
+srun -N1 -n1 --gpupool=8M --gpupool-interpose sh -c \
+	'echo "PRELOAD=$LD_PRELOAD"; exec '"$iptake" > $W/o9 2>&1
+rc=$?
+show $W/o9
+check "--gpupool=8M --gpupool-interpose: the job's cudaHostAlloc is served by the pool and the request past 8M fails (strict, the default)" \
+	grep -Eq '^ip_take: mode strict served [12] last 2 fell_back 0 refused 1$' $W/o9
+check "  the task's LD_PRELOAD names the interposer" \
+	grep -q "^PRELOAD=.*libgpupool-interpose.so" $W/o9
+srun -N1 -n1 --gpupool=8M --gpupool-interpose=fallback "$iptake" > $W/o10 2>&1
+show $W/o10
+check "--gpupool-interpose=fallback: past the share, CUDA serves it" \
+	grep -Eq '^ip_take: mode fallback served [12] last 0 fell_back 1 refused 0$' $W/o10
+srun -N1 -n1 --gpupool=8M "$iptake" > $W/o11 2>&1
+srun -N1 -n1 --gpupool-interpose=stict true > $W/o12 2>&1
+rc=$?
+show $W/o11 $W/o12
+check "without --gpupool-interpose the job's CUDA is untouched; a bad mode is refused" \
+	sh -c "grep -q '^ip_take: no interposer, 10 requests served by CUDA' $W/o11 &&
+	       [ $rc -ne 0 ] && grep -q 'gpupool-interpose=stict' $W/o12"
+
+# --- 8. plugstack.conf: default= and max= ---------------------------------------
 echo "required $plugin gpupoolctl=$ctl default=16M max=128M" > $W/plugstack.conf
 srun -N1 -n1 sh -c 'echo JOB=$SLURM_JOB_ID; exec '"$take"' 32M' > $W/o6 2>&1
 show $W/o6
