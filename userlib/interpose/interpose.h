@@ -81,9 +81,7 @@ struct gp_ctx *ip_pool(void);
 struct gp_ctx *ip_pool_opened(void);
 int ip_mode(void);			/* GP_INTERPOSE_FALLBACK, ... */
 unsigned int ip_generation(void);	/* fork()s so far, in this line */
-/* The figures (atomic adds), and the once-per-reason message. */
-void ip_count_served(size_t size, int driver);
-void ip_count_freed(size_t size);
+/* The other figures (atomic adds), and the once-per-reason message. */
 void ip_count_fallback(int why, size_t size);
 void ip_count(uint64_t *counter);
 extern struct gp_interpose_stats ip_stats;
@@ -91,16 +89,19 @@ void ip_say_once(int why, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* table.c: the buffers the pool served, by address: their flags and the
- * fork() generation that allocated them.
+ * fork() generation that allocated them; and the figures of what was
+ * served and freed.  add: 0 or -errno (counted as served, through the
+ * driver's entry points when driver).  remove: 1 it was this process's
+ * and is gone (counted as freed), -1 it is a parent's (left as it is),
+ * 0 no such buffer.
  */
-int ip_table_put(void *ptr, unsigned int flags, uint64_t size,
-		 unsigned int gen);
-/* Remove ptr's entry; 1 if there was one. */
-int ip_table_take(void *ptr, unsigned int *flags, uint64_t *size,
-		  unsigned int *gen);
+int ip_table_add(void *ptr, unsigned int flags, uint64_t size, int driver);
+int ip_table_remove(void *ptr);
 int ip_table_get(void *ptr, unsigned int *flags, unsigned int *gen);
+/* served, served_bytes, served_driver, freed and live_bytes. */
+void ip_table_figures(struct gp_interpose_stats *st);
 void ip_table_lock_all(void);
-void ip_table_unlock_all(void);
+void ip_table_unlock_all(int child);
 
 /* driver.c: the wrapper of a driver entry point, for the real function
  * fn (from cuGetProcAddress, cudaGetDriverEntryPoint or dlsym); fn when

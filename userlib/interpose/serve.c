@@ -84,12 +84,11 @@ enum ip_verdict ip_alloc(void **ptr, size_t size, unsigned int flags,
 	ret = gp_host_alloc(ctx, size, 0, &p);
 	if (ret)
 		return ip_cannot(ip_why_of(ret), size, gp_last_error(ctx));
-	if (ip_table_put(p, flags, size, ip_generation())) {
+	if (ip_table_add(p, flags, size, driver)) {
 		gp_host_free(ctx, p);
 		return ip_cannot(GP_INTERPOSE_OTHER, size,
 				 "out of memory for the interposer's table");
 	}
-	ip_count_served(size, driver);
 	*ptr = p;
 	return IP_DONE;
 }
@@ -107,23 +106,17 @@ static int ip_lookup(void *ptr, uint64_t *base)
 
 enum ip_verdict ip_free(void *ptr)
 {
-	unsigned int flags, gen;
-	uint64_t size, base;
+	uint64_t base;
 
 	if (!ptr || ip_mode() == GP_INTERPOSE_OFF)
 		return IP_REAL;
-	if (ip_table_take(ptr, &flags, &size, &gen)) {
-		if (gen != (ip_generation() & 0xfff)) {
-			/* The parent's: it stays the parent's. */
-			ip_table_put(ptr, flags, size, gen);
-			ip_count(&ip_stats.inherited);
-			return IP_NOT_INIT;
-		}
-		if (gp_host_free(ip_pool_opened(), ptr))
-			return IP_INVALID;	/* not reached: the table and
-						 * the pools agree */
-		ip_count_freed(size);
-		return IP_DONE;
+	switch (ip_table_remove(ptr)) {
+	case 1:
+		/* The table and the pools agree: it cannot fail. */
+		return gp_host_free(ip_pool_opened(), ptr) ? IP_INVALID : IP_DONE;
+	case -1:	/* the parent's: it stays the parent's */
+		ip_count(&ip_stats.inherited);
+		return IP_NOT_INIT;
 	}
 	if (ip_lookup(ptr, &base) != -ENOENT) {
 		ip_count(&ip_stats.bad_frees);

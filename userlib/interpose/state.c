@@ -60,7 +60,7 @@ static void ip_fork_prepare(void)
 
 static void ip_fork_parent(void)
 {
-	ip_table_unlock_all();
+	ip_table_unlock_all(0);
 	pthread_mutex_unlock(&ip_lock);
 }
 
@@ -71,7 +71,7 @@ static void ip_fork_child(void)
 {
 	int mode = ip_stats.mode;
 
-	ip_table_unlock_all();
+	ip_table_unlock_all(1);
 	IP.gen++;
 	__atomic_store_n(&IP.ready, 0, __ATOMIC_RELEASE);
 	IP.ctx = NULL;
@@ -215,21 +215,6 @@ void ip_count(uint64_t *counter)
 	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 }
 
-void ip_count_served(size_t size, int driver)
-{
-	ip_count(&ip_stats.served);
-	__atomic_fetch_add(&ip_stats.served_bytes, size, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&ip_stats.live_bytes, size, __ATOMIC_RELAXED);
-	if (driver)
-		ip_count(&ip_stats.served_driver);
-}
-
-void ip_count_freed(size_t size)
-{
-	ip_count(&ip_stats.freed);
-	__atomic_fetch_sub(&ip_stats.live_bytes, size, __ATOMIC_RELAXED);
-}
-
 void ip_count_fallback(int why, size_t size)
 {
 	ip_count(&ip_stats.fell_back[why]);
@@ -268,6 +253,7 @@ static void ip_snapshot(struct gp_interpose_stats *st)
 	pthread_mutex_unlock(&ip_lock);
 	for (i = 0; i < n; i++)
 		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+	ip_table_figures(st);
 }
 
 IP_API int gp_interpose_stats(struct gp_interpose_stats *st, size_t size)

@@ -7,7 +7,8 @@
  * address, so that threads allocating at once rarely meet on a lock.  An
  * entry packs the size asked (up to 2^44 bytes), the fork() generation
  * of the process that allocated it (12 bits) and the flags into the
- * map's value word.
+ * map's value word.  A parent's entries stay in a child of fork() (they
+ * answer "not initialized" there, as CUDA does) and are never removed.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,9 +21,14 @@
 #define IP_SIZE_BITS	44
 #define IP_PRESENT	0x80u	/* set in every value: 0 is "no entry" */
 
+/* The figures of what is served and freed are counted here, under the
+ * shard's lock that is taken anyway, not in shared counters that every
+ * thread would write.
+ */
 static struct ip_shard {
 	pthread_mutex_t lock;
 	struct gp_map map;
+	uint64_t served, served_bytes, served_driver, freed, freed_bytes;
 } __attribute__((aligned(64))) ip_shards[IP_SHARDS];
 
 static void ip_table_init(void) __attribute__((constructor));
@@ -52,8 +58,7 @@ static void ip_unpack(uintptr_t v, unsigned int *flags, uint64_t *size,
 		*size = (uint64_t)v >> 20;
 }
 
-int ip_table_put(void *ptr, unsigned int flags, uint64_t size,
-		 unsigned int gen)
+int ip_table_add(void *ptr, unsigned int flags, uint64_t size, int driver)
 {
 	struct ip_shard *s = ip_shard_of(ptr);
 	uintptr_t v;
@@ -62,41 +67,77 @@ int ip_table_put(void *ptr, unsigned int flags, uint64_t size,
 	if (size >> IP_SIZE_BITS)
 		return -E2BIG;
 	v = (uintptr_t)(size << 20) |
-	    (uintptr_t)(gen & 0xfff) << 8 | IP_PRESENT | flags;
+	    (uintptr_t)(ip_generation() & 0xfff) << 8 | IP_PRESENT | flags;
 	pthread_mutex_lock(&s->lock);
 	ret = gp_map_put(&s->map, (uint64_t)(uintptr_t)ptr, (void *)v);
+	if (!ret) {
+		s->served++;
+		s->served_bytes += size;
+		s->served_driver += driver != 0;
+	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
 
-/* The entry of ptr, removed when take; 1 found, 0 not. */
-static int ip_table_find(void *ptr, int take, unsigned int *flags,
-			 uint64_t *size, unsigned int *gen)
+int ip_table_remove(void *ptr)
 {
 	struct ip_shard *s = ip_shard_of(ptr);
-	uint64_t key = (uint64_t)(uintptr_t)ptr;
+	uint64_t key = (uint64_t)(uintptr_t)ptr, size;
+	unsigned int gen;
 	void *v;
+	int ret = 0;
 
 	pthread_mutex_lock(&s->lock);
-	v = take ? gp_map_del(&s->map, key) : gp_map_get(&s->map, key);
+	v = gp_map_get(&s->map, key);
+	if (v) {
+		ip_unpack((uintptr_t)v, NULL, &size, &gen);
+		ret = gen == (ip_generation() & 0xfff) ? 1 : -1;
+	}
+	if (ret > 0) {
+		gp_map_del(&s->map, key);
+		s->freed++;
+		s->freed_bytes += size;
+	}
 	pthread_mutex_unlock(&s->lock);
-	if (v)
-		ip_unpack((uintptr_t)v, flags, size, gen);
-	return v != NULL;
-}
-
-int ip_table_take(void *ptr, unsigned int *flags, uint64_t *size,
-		  unsigned int *gen)
-{
-	return ip_table_find(ptr, 1, flags, size, gen);
+	return ret;
 }
 
 int ip_table_get(void *ptr, unsigned int *flags, unsigned int *gen)
 {
-	return ip_table_find(ptr, 0, flags, NULL, gen);
+	struct ip_shard *s = ip_shard_of(ptr);
+	void *v;
+
+	pthread_mutex_lock(&s->lock);
+	v = gp_map_get(&s->map, (uint64_t)(uintptr_t)ptr);
+	pthread_mutex_unlock(&s->lock);
+	if (v)
+		ip_unpack((uintptr_t)v, flags, NULL, gen);
+	return v != NULL;
 }
 
-/* Around fork(): no shard locked by another thread in the child. */
+void ip_table_figures(struct gp_interpose_stats *st)
+{
+	uint64_t freed_bytes = 0;
+	int i;
+
+	st->served = st->served_bytes = st->served_driver = st->freed = 0;
+	for (i = 0; i < IP_SHARDS; i++) {
+		struct ip_shard *s = &ip_shards[i];
+
+		pthread_mutex_lock(&s->lock);
+		st->served += s->served;
+		st->served_bytes += s->served_bytes;
+		st->served_driver += s->served_driver;
+		st->freed += s->freed;
+		freed_bytes += s->freed_bytes;
+		pthread_mutex_unlock(&s->lock);
+	}
+	st->live_bytes = st->served_bytes - freed_bytes;
+}
+
+/* Around fork(): no shard locked by another thread in the child, whose
+ * figures start from nothing.
+ */
 void ip_table_lock_all(void)
 {
 	int i;
@@ -105,10 +146,16 @@ void ip_table_lock_all(void)
 		pthread_mutex_lock(&ip_shards[i].lock);
 }
 
-void ip_table_unlock_all(void)
+void ip_table_unlock_all(int child)
 {
 	int i;
 
-	for (i = IP_SHARDS - 1; i >= 0; i--)
-		pthread_mutex_unlock(&ip_shards[i].lock);
+	for (i = IP_SHARDS - 1; i >= 0; i--) {
+		struct ip_shard *s = &ip_shards[i];
+
+		if (child)
+			s->served = s->served_bytes = s->served_driver =
+				s->freed = s->freed_bytes = 0;
+		pthread_mutex_unlock(&s->lock);
+	}
 }
