@@ -230,7 +230,7 @@ GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 		gp_cuda_load(ctx, ctx->opt.cudart, why, sizeof(why));
 	ctx->opt.cudart = NULL;		/* not kept: the caller owns it */
 	gp_debug(ctx, "%s", why);
-	if (!ctx->cuda.usable && (ctx->opt.flags & GP_OPEN_REQUIRE_CUDA)) {
+	if (!gp_cuda_usable(ctx) && (ctx->opt.flags & GP_OPEN_REQUIRE_CUDA)) {
 		ret = gp_err(NULL, -ENODEV,
 			     "CUDA is required (GPUPOOL_REQUIRE_CUDA / GP_OPEN_REQUIRE_CUDA) "
 			     "but not usable: %s", why);
@@ -297,9 +297,7 @@ GP_API int gp_info(struct gp_ctx *ctx, struct gp_info *info)
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
 	info->backend = ctx->backend;
-	info->device_count = ctx->cuda.device_count;
-	info->cuda_runtime_version = ctx->cuda.runtime_version;
-	info->cuda_driver_version = ctx->cuda.driver_version;
+	gp_cuda_info(ctx, info);
 	info->numa_node = ctx->numa_node;
 	info->lib_major = GP_VERSION_MAJOR;
 	info->lib_minor = GP_VERSION_MINOR;
@@ -310,10 +308,8 @@ GP_API int gp_info(struct gp_ctx *ctx, struct gp_info *info)
 	gp_host_info(ctx, info);
 	snprintf(info->backend_name, sizeof(info->backend_name), "%s",
 		 ctx->ops->name);
-	if (ctx->cuda.usable) {
-		snprintf(info->cudart, sizeof(info->cudart), "%s", ctx->cuda.path);
+	if (gp_cuda_usable(ctx))
 		info->dev_mode = gp_dev_mode(ctx, 0);
-	}
 	info->io_fixed = gp_io_fixed_state(ctx);
 	return 0;
 }

@@ -209,38 +209,6 @@ static void gp_capture_restore(struct gp_ctx *ctx, int mode)
 		ctx->cuda.cudaGetLastError();
 }
 
-cudaError_t gp_cuda_host_register(struct gp_ctx *ctx, void *addr, size_t size,
-				  unsigned int flags)
-{
-	int mode = gp_capture_relax(ctx);
-	cudaError_t e = ctx->cuda.cudaHostRegister(addr, size, flags);
-
-	if (e != cudaSuccess)
-		ctx->cuda.cudaGetLastError();
-	gp_capture_restore(ctx, mode);
-	return e;
-}
-
-cudaError_t gp_cuda_host_unregister(struct gp_ctx *ctx, void *addr)
-{
-	int mode = gp_capture_relax(ctx);
-	cudaError_t e = ctx->cuda.cudaHostUnregister(addr);
-
-	if (e != cudaSuccess)
-		ctx->cuda.cudaGetLastError();
-	gp_capture_restore(ctx, mode);
-	return e;
-}
-
-cudaError_t gp_cuda_host_devptr(struct gp_ctx *ctx, void *addr, void **dev)
-{
-	cudaError_t e = ctx->cuda.cudaHostGetDevicePointer(dev, addr, 0);
-
-	if (e != cudaSuccess)
-		ctx->cuda.cudaGetLastError();
-	return e;
-}
-
 int gp_cuda_numa_node(struct gp_ctx *ctx, int device)
 {
 	char bus[64], path[160], buf[16];
@@ -307,4 +275,201 @@ void gp_cuda_leave(struct gp_ctx *ctx, int saved)
 		return;
 	if (ctx->cuda.cudaSetDevice(saved) != cudaSuccess)
 		ctx->cuda.cudaGetLastError();
+}
+
+/* What the other rooms call ------------------------------------------------- */
+
+/*
+ * The other rooms reach the runtime through these, never through the table:
+ * each call that fails clears the runtime's last error (the error is ours,
+ * not the application's, whose next cudaGetLastError() would report it)
+ * and returns it.
+ */
+static cudaError_t gp_cuda_ours(struct gp_ctx *ctx, cudaError_t e)
+{
+	if (e != cudaSuccess)
+		ctx->cuda.cudaGetLastError();
+	return e;
+}
+
+bool gp_cuda_usable(const struct gp_ctx *ctx)
+{
+	return ctx->cuda.usable;
+}
+
+int gp_cuda_device_count(const struct gp_ctx *ctx)
+{
+	return ctx->cuda.usable ? ctx->cuda.device_count : 0;
+}
+
+void gp_cuda_info(const struct gp_ctx *ctx, struct gp_info *info)
+{
+	info->device_count = ctx->cuda.device_count;
+	info->cuda_runtime_version = ctx->cuda.runtime_version;
+	info->cuda_driver_version = ctx->cuda.driver_version;
+	if (ctx->cuda.usable)
+		snprintf(info->cudart, sizeof(info->cudart), "%s", ctx->cuda.path);
+}
+
+cudaError_t gp_cuda_host_register(struct gp_ctx *ctx, void *addr, size_t size,
+				  unsigned int flags)
+{
+	int mode = gp_capture_relax(ctx);
+	cudaError_t e = ctx->cuda.cudaHostRegister(addr, size, flags);
+
+	gp_capture_restore(ctx, mode);
+	return gp_cuda_ours(ctx, e);
+}
+
+cudaError_t gp_cuda_host_unregister(struct gp_ctx *ctx, void *addr)
+{
+	int mode = gp_capture_relax(ctx);
+	cudaError_t e = ctx->cuda.cudaHostUnregister(addr);
+
+	gp_capture_restore(ctx, mode);
+	return gp_cuda_ours(ctx, e);
+}
+
+cudaError_t gp_cuda_host_devptr(struct gp_ctx *ctx, void *addr, void **dev)
+{
+	return gp_cuda_ours(ctx, ctx->cuda.cudaHostGetDevicePointer(dev, addr, 0));
+}
+
+cudaError_t gp_cuda_mem_total(struct gp_ctx *ctx, size_t *total)
+{
+	size_t free_b = 0;
+
+	return gp_cuda_ours(ctx, ctx->cuda.cudaMemGetInfo(&free_b, total));
+}
+
+cudaError_t gp_cuda_malloc(struct gp_ctx *ctx, void **ptr, size_t size)
+{
+	return gp_cuda_ours(ctx, ctx->cuda.cudaMalloc(ptr, size));
+}
+
+cudaError_t gp_cuda_free(struct gp_ctx *ctx, void *ptr)
+{
+	return gp_cuda_ours(ctx, ctx->cuda.cudaFree(ptr));
+}
+
+cudaError_t gp_cuda_event_create(struct gp_ctx *ctx, cudaEvent_t *ev)
+{
+	return gp_cuda_ours(ctx, ctx->cuda.cudaEventCreateWithFlags(ev,
+						cudaEventDisableTiming));
+}
+
+void gp_cuda_event_destroy(struct gp_ctx *ctx, cudaEvent_t ev)
+{
+	gp_cuda_ours(ctx, ctx->cuda.cudaEventDestroy(ev));
+}
+
+cudaError_t gp_cuda_event_record(struct gp_ctx *ctx, cudaEvent_t ev,
+				 cudaStream_t stream)
+{
+	return gp_cuda_ours(ctx, ctx->cuda.cudaEventRecord(ev, stream));
+}
+
+cudaError_t gp_cuda_event_done(struct gp_ctx *ctx, cudaEvent_t ev, bool wait)
+{
+	return gp_cuda_ours(ctx, wait ? ctx->cuda.cudaEventSynchronize(ev) :
+				 ctx->cuda.cudaEventQuery(ev));
+}
+
+cudaError_t gp_cuda_stream_sync(struct gp_ctx *ctx, cudaStream_t stream)
+{
+	return gp_cuda_ours(ctx, ctx->cuda.cudaStreamSynchronize(stream));
+}
+
+cudaError_t gp_cuda_device_sync(struct gp_ctx *ctx)
+{
+	return gp_cuda_ours(ctx, ctx->cuda.cudaDeviceSynchronize());
+}
+
+/* The driver's virtual memory management ------------------------------------ */
+
+const char *gp_cuda_vmm_why_not(const struct gp_ctx *ctx)
+{
+	return ctx->cuda.cu.usable ? NULL : ctx->cuda.cu.why;
+}
+
+/* Pinned device memory of `device` (the driver's ordinal). */
+static void gp_cuda_vmm_prop(struct gp_cu_prop *prop, int device)
+{
+	memset(prop, 0, sizeof(*prop));
+	prop->type = GP_CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop->location.type = GP_CU_MEM_LOCATION_TYPE_DEVICE;
+	prop->location.id = device;
+}
+
+int gp_cuda_vmm_granularity(struct gp_ctx *ctx, int device, size_t *gran)
+{
+	struct gp_cu *cu = &ctx->cuda.cu;
+	struct gp_cu_prop prop;
+	int dev = -1, vmm = 0;
+
+	*gran = 0;
+	if (cu->cuDeviceGet(&dev, device) != GP_CU_SUCCESS ||
+	    cu->cuDeviceGetAttribute(&vmm, GP_CU_VMM_SUPPORTED_ATTR, dev) !=
+	    GP_CU_SUCCESS || !vmm)
+		return -ENODEV;
+	gp_cuda_vmm_prop(&prop, dev);
+	if (cu->cuMemGetAllocationGranularity(gran, &prop,
+					      GP_CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+	    GP_CU_SUCCESS)
+		*gran = 0;
+	return 0;
+}
+
+gp_cu_result gp_cuda_va_reserve(struct gp_ctx *ctx, gp_cu_ptr *base,
+				size_t size, size_t align)
+{
+	return ctx->cuda.cu.cuMemAddressReserve(base, size, align, 0, 0);
+}
+
+gp_cu_result gp_cuda_va_free(struct gp_ctx *ctx, gp_cu_ptr base, size_t size)
+{
+	return ctx->cuda.cu.cuMemAddressFree(base, size);
+}
+
+gp_cu_result gp_cuda_granule_map(struct gp_ctx *ctx, int device, gp_cu_ptr va,
+				 size_t size, gp_cu_mem *h, const char **what)
+{
+	struct gp_cu *cu = &ctx->cuda.cu;
+	struct gp_cu_prop prop;
+	gp_cu_result e;
+
+	gp_cuda_vmm_prop(&prop, device);
+	*h = 0;
+	*what = "cuMemCreate";
+	e = cu->cuMemCreate(h, size, &prop, 0);
+	if (e != GP_CU_SUCCESS)
+		return e;
+	*what = "cuMemMap";
+	e = cu->cuMemMap(va, size, 0, *h, 0);
+	if (e != GP_CU_SUCCESS) {
+		cu->cuMemRelease(*h);
+		*h = 0;
+	}
+	return e;
+}
+
+gp_cu_result gp_cuda_granule_unmap(struct gp_ctx *ctx, gp_cu_ptr va,
+				   size_t size, gp_cu_mem h)
+{
+	struct gp_cu *cu = &ctx->cuda.cu;
+	gp_cu_result e = cu->cuMemUnmap(va, size);
+
+	return e == GP_CU_SUCCESS ? cu->cuMemRelease(h) : e;
+}
+
+gp_cu_result gp_cuda_va_set_access(struct gp_ctx *ctx, int device,
+				   gp_cu_ptr va, size_t size)
+{
+	struct gp_cu_access acc;
+
+	memset(&acc, 0, sizeof(acc));
+	acc.location.type = GP_CU_MEM_LOCATION_TYPE_DEVICE;
+	acc.location.id = device;
+	acc.flags = GP_CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	return ctx->cuda.cu.cuMemSetAccess(va, size, &acc, 1);
 }

@@ -12,6 +12,7 @@
 #ifndef GPUPOOL_USERLIB_CUDA_H
 #define GPUPOOL_USERLIB_CUDA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #if GP_HAVE_CUDA_HEADERS
@@ -145,23 +146,75 @@ int gp_cuda_numa_node(struct gp_ctx *ctx, int device);
 /* The runtime's words for an error. */
 const char *gp_cuda_errstr(struct gp_ctx *ctx, cudaError_t e);
 
+/* Make `device` current, remembering the previous one; restore it. */
+int gp_cuda_enter(struct gp_ctx *ctx, int device, int *saved);
+void gp_cuda_leave(struct gp_ctx *ctx, int saved);
+
 /*
- * Register host memory with CUDA, and unregister it.  Both run with this
- * thread's stream-capture mode relaxed for the call: a registration is a
- * "potentially unsafe" call, which CUDA refuses while any thread captures
- * a graph in the global mode (cudaErrorStreamCaptureUnsupported), and the
- * refusal invalidates that capture.  A pool that grows while its caller
- * captures (pin_memory() in a captured region) must neither fail nor
- * break the capture.  The last error is cleared on failure.
+ * What the other rooms call: none of them reads ctx->cuda.  A call that
+ * fails clears the runtime's last error (ours, not the application's) and
+ * returns the error.
+ */
+struct gp_info;
+bool gp_cuda_usable(const struct gp_ctx *ctx);
+/* CUDA devices; 0 when CUDA is not usable. */
+int gp_cuda_device_count(const struct gp_ctx *ctx);
+/* gp_info's CUDA part: device count, versions, the runtime's path. */
+void gp_cuda_info(const struct gp_ctx *ctx, struct gp_info *info);
+
+/*
+ * host/: a segment registered with the runtime, and unregistered.  Both
+ * run with this thread's stream-capture mode relaxed for the call: a
+ * registration is a "potentially unsafe" call, which CUDA refuses while
+ * any thread captures a graph in the global mode
+ * (cudaErrorStreamCaptureUnsupported), and the refusal invalidates that
+ * capture.  A pool that grows while its caller captures (pin_memory() in
+ * a captured region) must neither fail nor break the capture.
  */
 cudaError_t gp_cuda_host_register(struct gp_ctx *ctx, void *addr, size_t size,
 				  unsigned int flags);
 cudaError_t gp_cuda_host_unregister(struct gp_ctx *ctx, void *addr);
-/* The device address of registered host memory (cudaHostGetDevicePointer). */
+/* The device address of registered host memory (cudaHostGetDevicePointer;
+ * the interposer's answer for pool memory).
+ */
 cudaError_t gp_cuda_host_devptr(struct gp_ctx *ctx, void *addr, void **dev);
 
-/* Make `device` current, remembering the previous one; restore it. */
-int gp_cuda_enter(struct gp_ctx *ctx, int device, int *saved);
-void gp_cuda_leave(struct gp_ctx *ctx, int saved);
+/* dev/: device memory, events and streams, on the current device. */
+cudaError_t gp_cuda_mem_total(struct gp_ctx *ctx, size_t *total);
+cudaError_t gp_cuda_malloc(struct gp_ctx *ctx, void **ptr, size_t size);
+cudaError_t gp_cuda_free(struct gp_ctx *ctx, void *ptr);
+/* Events without timing. */
+cudaError_t gp_cuda_event_create(struct gp_ctx *ctx, cudaEvent_t *ev);
+void gp_cuda_event_destroy(struct gp_ctx *ctx, cudaEvent_t ev);
+cudaError_t gp_cuda_event_record(struct gp_ctx *ctx, cudaEvent_t ev,
+				 cudaStream_t stream);
+/* Has ev completed (wait: after waiting for it)?  cudaSuccess,
+ * cudaErrorNotReady, or an error.
+ */
+cudaError_t gp_cuda_event_done(struct gp_ctx *ctx, cudaEvent_t ev, bool wait);
+cudaError_t gp_cuda_stream_sync(struct gp_ctx *ctx, cudaStream_t stream);
+cudaError_t gp_cuda_device_sync(struct gp_ctx *ctx);
+
+/* dev/: the driver's virtual memory management (ctx->cuda.cu). */
+/* Why the virtual mode cannot be had at all; NULL when it can. */
+const char *gp_cuda_vmm_why_not(const struct gp_ctx *ctx);
+/* The granularity of pinned memory on device (0: the driver did not say);
+ * -ENODEV when the device has no virtual memory management.
+ */
+int gp_cuda_vmm_granularity(struct gp_ctx *ctx, int device, size_t *gran);
+gp_cu_result gp_cuda_va_reserve(struct gp_ctx *ctx, gp_cu_ptr *base,
+				size_t size, size_t align);
+gp_cu_result gp_cuda_va_free(struct gp_ctx *ctx, gp_cu_ptr base, size_t size);
+/* A new allocation of size bytes on device, mapped at va: *h; on failure
+ * nothing is left and *what names the driver call that failed.
+ */
+gp_cu_result gp_cuda_granule_map(struct gp_ctx *ctx, int device, gp_cu_ptr va,
+				 size_t size, gp_cu_mem *h, const char **what);
+/* Unmap va and release h. */
+gp_cu_result gp_cuda_granule_unmap(struct gp_ctx *ctx, gp_cu_ptr va,
+				   size_t size, gp_cu_mem h);
+/* Read and write access for device to [va, va + size). */
+gp_cu_result gp_cuda_va_set_access(struct gp_ctx *ctx, int device,
+				   gp_cu_ptr va, size_t size);
 
 #endif /* GPUPOOL_USERLIB_CUDA_H */

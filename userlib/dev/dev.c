@@ -63,10 +63,10 @@ static struct gp_dstream *gp_dstream_find(struct gp_dpool *p, gp_stream_t s,
 struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create)
 {
 	struct gp_dpool *p;
-	size_t free_b = 0, total = 0;
+	size_t total = 0;
 	int saved;
 
-	if (!ctx->cuda.usable || device < 0 || device >= ctx->cuda.device_count)
+	if (device < 0 || device >= gp_cuda_device_count(ctx))
 		return NULL;
 	p = __atomic_load_n(&ctx->dev->pool[device], __ATOMIC_ACQUIRE);
 	if (p || !create)
@@ -82,10 +82,8 @@ struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create)
 	p->device = device;
 	p->st.next_segment = ctx->opt.dev_initial_segment;
 	if (!gp_cuda_enter(ctx, device, &saved)) {
-		if (ctx->cuda.cudaMemGetInfo(&free_b, &total) == cudaSuccess)
+		if (gp_cuda_mem_total(ctx, &total) == cudaSuccess)
 			p->total_mem = total;
-		else
-			ctx->cuda.cudaGetLastError();
 		gp_vmm_probe(ctx, p);
 		gp_cuda_leave(ctx, saved);
 	}
@@ -200,7 +198,7 @@ GP_API int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
 	p = gp_dpool_get(ctx, device, true);
 	if (!p)
 		return gp_err(ctx, -ENODEV, "gp_dev_alloc: %s",
-			      ctx->cuda.usable ? "no such device (or out of memory)" :
+			      gp_cuda_usable(ctx) ? "no such device (or out of memory)" :
 			      "CUDA is not usable (see gp_info)");
 	pthread_mutex_lock(&p->lock);
 	/* Virtual mode: small blocks apart, so that they do not keep
@@ -266,7 +264,7 @@ static struct gp_dpool *gp_dpool_of(struct gp_ctx *ctx, int device, void *ptr,
 				    gp_stream_t hint, struct gp_dstream **ds,
 				    bfc_handle_t *h)
 {
-	int d, lo = 0, hi = ctx->cuda.usable ? ctx->cuda.device_count : 0;
+	int d, lo = 0, hi = gp_cuda_device_count(ctx);
 
 	if (device >= 0 && device < hi)
 		lo = device, hi = device + 1;
@@ -344,9 +342,9 @@ GP_API int gp_dev_trim(struct gp_ctx *ctx, int device, uint64_t *released)
 
 	if (!ctx)
 		return -EINVAL;
-	if (device >= 0 && (!ctx->cuda.usable || device >= ctx->cuda.device_count))
+	if (device >= gp_cuda_device_count(ctx))
 		return gp_err(ctx, -ENODEV, "gp_dev_trim: no device %d", device);
-	for (d = 0; ctx->cuda.usable && d < ctx->cuda.device_count; d++) {
+	for (d = 0; d < gp_cuda_device_count(ctx); d++) {
 		struct gp_dpool *p = gp_dpool_get(ctx, d, false);
 
 		if (!p || (device >= 0 && d != device))
@@ -369,7 +367,7 @@ GP_API int gp_dev_stats(struct gp_ctx *ctx, int device, struct gp_dev_stats *st)
 
 	if (!ctx || !st)
 		return -EINVAL;
-	if (!ctx->cuda.usable || device < 0 || device >= ctx->cuda.device_count)
+	if (device < 0 || device >= gp_cuda_device_count(ctx))
 		return gp_err(ctx, -ENODEV, "gp_dev_stats: no device %d", device);
 	p = gp_dpool_get(ctx, device, false);
 	if (!p) {
@@ -409,8 +407,7 @@ static void gp_fini_seg(void *arg, uint64_t base, void *size)
 	struct gp_ctx *ctx = arg;
 
 	(void)size;
-	if (ctx->cuda.cudaFree((void *)(uintptr_t)base) != cudaSuccess)
-		ctx->cuda.cudaGetLastError();
+	gp_cuda_free(ctx, (void *)(uintptr_t)base);
 }
 
 void gp_dev_fini(struct gp_ctx *ctx)
@@ -419,7 +416,7 @@ void gp_dev_fini(struct gp_ctx *ctx)
 
 	if (!ctx->dev)
 		return;
-	for (d = 0; d < ctx->cuda.device_count; d++) {
+	for (d = 0; d < gp_cuda_device_count(ctx); d++) {
 		struct gp_dpool *p = ctx->dev->pool[d];
 
 		if (!p)
@@ -454,12 +451,12 @@ int gp_dev_init(struct gp_ctx *ctx)
 {
 	struct gp_devpools *d;
 
-	if (!ctx->cuda.usable)
+	if (!gp_cuda_usable(ctx))
 		return 0;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->pool = calloc((size_t)ctx->cuda.device_count, sizeof(*d->pool));
+	d->pool = calloc((size_t)gp_cuda_device_count(ctx), sizeof(*d->pool));
 	if (!d->pool) {
 		free(d);
 		return -ENOMEM;

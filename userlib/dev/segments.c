@@ -28,8 +28,7 @@ static void gp_dseg_release(void *arg, uint64_t base, uint64_t size)
 	struct gp_release_arg *a = arg;
 
 	gp_map_del(&a->ds->segs, base);
-	if (a->ctx->cuda.cudaFree((void *)(uintptr_t)base) != cudaSuccess)
-		a->ctx->cuda.cudaGetLastError();
+	gp_cuda_free(a->ctx, (void *)(uintptr_t)base);
 	a->p->st.cuda_frees++;
 	a->p->st.reserved -= size;
 	a->p->st.segments--;
@@ -127,10 +126,9 @@ int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 	if (ret)
 		return ret;
 	for (;;) {
-		e = ctx->cuda.cudaMalloc(&base, bytes);
+		e = gp_cuda_malloc(ctx, &base, bytes);
 		if (e == cudaSuccess)
 			break;
-		ctx->cuda.cudaGetLastError();
 		if (e != cudaErrorMemoryAllocation) {
 			/* Not a shortage (a broken context, say): trying
 			 * smaller or dropping the cache would not help, and
@@ -167,8 +165,7 @@ int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 			bfc_remove_region(ds->b, rid, NULL, NULL);
 	}
 	if (ret) {
-		if (ctx->cuda.cudaFree(base) != cudaSuccess)
-			ctx->cuda.cudaGetLastError();
+		gp_cuda_free(ctx, base);
 		p->st.cuda_frees++;
 		return gp_err(ctx, -ENOMEM, "out of memory for pool metadata");
 	}

@@ -134,10 +134,10 @@ GP_API int gp_dev_snapshot(struct gp_ctx *ctx, int device, char **json,
 
 	if (!ctx || !json)
 		return -EINVAL;
-	if (device >= 0 && (!ctx->cuda.usable || device >= ctx->cuda.device_count))
+	if (device >= gp_cuda_device_count(ctx))
 		return gp_err(ctx, -ENODEV, "gp_dev_snapshot: no device %d", device);
 	gp_sb_printf(&b, "{\"version\":1,\"devices\":[");
-	for (d = 0; ctx->cuda.usable && d < ctx->cuda.device_count; d++) {
+	for (d = 0; d < gp_cuda_device_count(ctx); d++) {
 		struct gp_dpool *p = gp_dpool_get(ctx, d, false);
 
 		if (!p || (device >= 0 && d != device))

@@ -66,12 +66,10 @@ static int gp_event_get(struct gp_ctx *ctx, struct gp_dpool *p, cudaEvent_t *ev)
 		*ev = p->evcache[--p->nr_evcache];
 		return 0;
 	}
-	e = ctx->cuda.cudaEventCreateWithFlags(ev, cudaEventDisableTiming);
-	if (e != cudaSuccess) {
-		ctx->cuda.cudaGetLastError();
+	e = gp_cuda_event_create(ctx, ev);
+	if (e != cudaSuccess)
 		return gp_err(ctx, -ENOMEM, "cudaEventCreateWithFlags: %s",
 			      gp_cuda_errstr(ctx, e));
-	}
 	return 0;
 }
 
@@ -82,7 +80,7 @@ static void gp_event_put(struct gp_ctx *ctx, struct gp_dpool *p, cudaEvent_t ev)
 		cudaEvent_t *a = realloc(p->evcache, cap * sizeof(*a));
 
 		if (!a) {
-			ctx->cuda.cudaEventDestroy(ev);
+			gp_cuda_event_destroy(ctx, ev);
 			return;
 		}
 		p->evcache = a;
@@ -94,7 +92,7 @@ static void gp_event_put(struct gp_ctx *ctx, struct gp_dpool *p, cudaEvent_t ev)
 void gp_events_destroy(struct gp_ctx *ctx, struct gp_dpool *p)
 {
 	while (p->nr_evcache)
-		ctx->cuda.cudaEventDestroy(p->evcache[--p->nr_evcache]);
+		gp_cuda_event_destroy(ctx, p->evcache[--p->nr_evcache]);
 	free(p->evcache);
 	p->evcache = NULL;
 	p->cap_evcache = 0;
@@ -149,9 +147,8 @@ int gp_dstream_free(struct gp_ctx *ctx, struct gp_dpool *p,
 
 		if (gp_event_get(ctx, p, &pd->ev[pd->nr_ev]))
 			goto out_sync;
-		e = ctx->cuda.cudaEventRecord(pd->ev[pd->nr_ev], u->s[i]);
+		e = gp_cuda_event_record(ctx, pd->ev[pd->nr_ev], u->s[i]);
 		if (e != cudaSuccess) {
-			ctx->cuda.cudaGetLastError();
 			gp_event_put(ctx, p, pd->ev[pd->nr_ev]);
 			gp_err(ctx, -EIO, "cudaEventRecord: %s", gp_cuda_errstr(ctx, e));
 			goto out_sync;
@@ -174,8 +171,7 @@ out_sync:
 	 * block is never handed out while they may use it.
 	 */
 	for (i = 0; i < u->n; i++)
-		if (ctx->cuda.cudaStreamSynchronize(u->s[i]) != cudaSuccess)
-			ctx->cuda.cudaGetLastError();
+		gp_cuda_stream_sync(ctx, u->s[i]);
 	if (pd) {
 		for (i = 0; i < pd->nr_ev; i++)
 			gp_event_put(ctx, p, pd->ev[i]);
@@ -197,9 +193,7 @@ void gp_pending_poll(struct gp_ctx *ctx, struct gp_dpool *p, bool sync)
 		bool done = true;
 
 		for (i = 0; i < pd->nr_ev && done; i++) {
-			cudaError_t e = sync ?
-				ctx->cuda.cudaEventSynchronize(pd->ev[i]) :
-				ctx->cuda.cudaEventQuery(pd->ev[i]);
+			cudaError_t e = gp_cuda_event_done(ctx, pd->ev[i], sync);
 
 			if (sync)
 				p->st.event_syncs++;
@@ -207,16 +201,15 @@ void gp_pending_poll(struct gp_ctx *ctx, struct gp_dpool *p, bool sync)
 				/* Not an error; the runtime may still have
 				 * made it the thread's last error, which the
 				 * application's next cudaGetLastError() would
-				 * report.  Cleared, as PyTorch does.
+				 * report: cleared (gp_cuda_event_done), as
+				 * PyTorch does.
 				 */
-				ctx->cuda.cudaGetLastError();
 				done = false;
 			} else if (e != cudaSuccess) {
 				/* A broken context: the stream will run no
 				 * more work; keeping the block forever helps
 				 * no one.
 				 */
-				ctx->cuda.cudaGetLastError();
 				gp_debug(ctx, "event of block %#llx: %s",
 					 (unsigned long long)pd->h,
 					 gp_cuda_errstr(ctx, e));

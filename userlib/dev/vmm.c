@@ -26,9 +26,7 @@
 
 void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p)
 {
-	struct gp_cu *cu = &ctx->cuda.cu;
-	struct gp_cu_prop prop;
-	int dev = -1, vmm = 0;
+	const char *why = gp_cuda_vmm_why_not(ctx);
 	size_t g = 0;
 
 	p->vmm = false;
@@ -38,26 +36,16 @@ void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p)
 			 p->device);
 		return;
 	}
-	if (!cu->usable) {
+	if (!why && !p->total_mem)
+		why = "device memory size unknown";
+	else if (!why && gp_cuda_vmm_granularity(ctx, p->device, &g))
+		why = "no virtual memory management on the device";
+	if (why) {
 		gp_debug(ctx, "device %d pool: cudaMalloc segments (%s)",
-			 p->device, cu->why);
+			 p->device, why);
 		return;
 	}
-	if (cu->cuDeviceGet(&dev, p->device) != GP_CU_SUCCESS ||
-	    cu->cuDeviceGetAttribute(&vmm, GP_CU_VMM_SUPPORTED_ATTR, dev) !=
-	    GP_CU_SUCCESS || !vmm || !p->total_mem) {
-		gp_debug(ctx, "device %d pool: cudaMalloc segments (%s)", p->device,
-			 !p->total_mem ? "device memory size unknown" :
-			 "no virtual memory management on the device");
-		return;
-	}
-	memset(&prop, 0, sizeof(prop));
-	prop.type = GP_CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.location.type = GP_CU_MEM_LOCATION_TYPE_DEVICE;
-	prop.location.id = dev;
-	if (cu->cuMemGetAllocationGranularity(&g, &prop,
-					      GP_CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
-	    GP_CU_SUCCESS || !g || (g & (g - 1)) || g % GP_DEV_GRAN) {
+	if (!g || (g & (g - 1)) || g % GP_DEV_GRAN) {
 		gp_debug(ctx, "device %d pool: cudaMalloc segments (granularity %zu)",
 			 p->device, g);
 		return;
@@ -65,14 +53,6 @@ void gp_vmm_probe(struct gp_ctx *ctx, struct gp_dpool *p)
 	p->vmm = true;
 	p->gran = g;
 	gp_debug(ctx, "device %d pool: virtual, %zu-byte granules", p->device, g);
-}
-
-static void gp_vmm_prop(struct gp_dpool *p, struct gp_cu_prop *prop)
-{
-	memset(prop, 0, sizeof(*prop));
-	prop->type = GP_CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop->location.type = GP_CU_MEM_LOCATION_TYPE_DEVICE;
-	prop->location.id = p->device;
 }
 
 /*
@@ -85,23 +65,17 @@ static void gp_vmm_prop(struct gp_dpool *p, struct gp_cu_prop *prop)
  */
 static void gp_vmm_quiesce(struct gp_ctx *ctx, struct gp_dstream *ds)
 {
-	if (ctx->cuda.cudaStreamSynchronize(ds->stream) == cudaSuccess)
-		return;
-	ctx->cuda.cudaGetLastError();
-	if (ctx->cuda.cudaDeviceSynchronize() != cudaSuccess)
-		ctx->cuda.cudaGetLastError();
+	if (gp_cuda_stream_sync(ctx, ds->stream) != cudaSuccess)
+		gp_cuda_device_sync(ctx);
 }
 
 /* Unmap and release granule i of ds (mapped). */
 static void gp_vmm_unmap1(struct gp_ctx *ctx, struct gp_dpool *p,
 			  struct gp_dstream *ds, uint64_t i)
 {
-	struct gp_cu *cu = &ctx->cuda.cu;
-	gp_cu_result e;
+	gp_cu_result e = gp_cuda_granule_unmap(ctx, ds->vr.base + i * p->gran,
+					       p->gran, ds->vr.h[i]);
 
-	e = cu->cuMemUnmap(ds->vr.base + i * p->gran, p->gran);
-	if (e == GP_CU_SUCCESS)
-		e = cu->cuMemRelease(ds->vr.h[i]);
 	if (e != GP_CU_SUCCESS)
 		gp_debug(ctx, "device %d: giving back granule %#llx: error %d",
 			 p->device, (unsigned long long)(ds->vr.base + i * p->gran), e);
@@ -124,6 +98,75 @@ static void gp_vmm_unmap_freed(struct gp_ctx *ctx, struct gp_dpool *p,
 	gp_vmm_unmap1(ctx, p, ds, i);
 }
 
+/* Create and map the granules of [lo, hi) of ds not mapped yet, each
+ * marked in fresh (indexed from lo); at the first failure, *what names the
+ * driver call and the granules mapped so far stay mapped.
+ */
+static gp_cu_result gp_vmm_map_new(struct gp_ctx *ctx, struct gp_dpool *p,
+				   struct gp_dstream *ds, uint64_t lo,
+				   uint64_t hi, bool *fresh, const char **what)
+{
+	gp_cu_result e;
+	gp_cu_mem h;
+	uint64_t i;
+
+	for (i = lo; i < hi; i++) {
+		if (ds->vr.h[i])
+			continue;
+		e = gp_cuda_granule_map(ctx, p->device, ds->vr.base + i * p->gran,
+					p->gran, &h, what);
+		if (e != GP_CU_SUCCESS)
+			return e;
+		ds->vr.h[i] = h;
+		fresh[i - lo] = true;
+		p->st.reserved += p->gran;
+		p->st.mapped += p->gran;
+		p->st.map_calls++;
+	}
+	return GP_CU_SUCCESS;
+}
+
+/* Give the device access to the granules of [lo, hi) marked in fresh: once
+ * per run of them.
+ */
+static gp_cu_result gp_vmm_map_access(struct gp_ctx *ctx, struct gp_dpool *p,
+				      struct gp_dstream *ds, uint64_t lo,
+				      uint64_t hi, const bool *fresh,
+				      const char **what)
+{
+	gp_cu_result e;
+	uint64_t i, j;
+
+	for (i = lo; i < hi; i = j + 1) {
+		for (j = i; j < hi && fresh[j - lo]; j++)
+			;
+		if (j == i)
+			continue;
+		e = gp_cuda_va_set_access(ctx, p->device, ds->vr.base + i * p->gran,
+					  (j - i) * p->gran);
+		if (e != GP_CU_SUCCESS) {
+			*what = "cuMemSetAccess";
+			return e;
+		}
+	}
+	return GP_CU_SUCCESS;
+}
+
+/* The driver refused a mapping: -ENOMEM when it is out of memory (the
+ * caller trims and retries), else -EIO with the message set.
+ */
+static int gp_vmm_map_error(struct gp_ctx *ctx, struct gp_dpool *p,
+			    gp_cu_result e, const char *what)
+{
+	if (e == GP_CU_ERROR_OUT_OF_MEMORY) {
+		p->st.malloc_refusals++;
+		gp_debug(ctx, "device %d: %s refused: out of memory", p->device, what);
+		return -ENOMEM;
+	}
+	return gp_err(ctx, -EIO, "device %d: %s: CUDA driver error %d",
+		      p->device, what, e);
+}
+
 /* Map granules [lo, hi) of ds, those not mapped yet; on failure none of
  * them stays mapped.  0, -ENOMEM (limit, or the driver is out of memory:
  * the caller trims and retries), -EIO (message set).
@@ -131,12 +174,9 @@ static void gp_vmm_unmap_freed(struct gp_ctx *ctx, struct gp_dpool *p,
 int gp_vmm_map(struct gp_ctx *ctx, struct gp_dpool *p,
 	       struct gp_dstream *ds, uint64_t lo, uint64_t hi)
 {
-	struct gp_cu *cu = &ctx->cuda.cu;
-	gp_cu_result e = GP_CU_SUCCESS;
-	struct gp_cu_access acc;
-	struct gp_cu_prop prop;
 	const char *what = NULL;
-	uint64_t i, j, n = 0;
+	uint64_t i, n = 0;
+	gp_cu_result e;
 	bool *fresh;
 	int ret, saved;
 
@@ -154,72 +194,26 @@ int gp_vmm_map(struct gp_ctx *ctx, struct gp_dpool *p,
 		free(fresh);
 		return ret;
 	}
-	gp_vmm_prop(p, &prop);
-	memset(&acc, 0, sizeof(acc));
-	acc.location = prop.location;
-	acc.flags = GP_CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	e = gp_vmm_map_new(ctx, p, ds, lo, hi, fresh, &what);
+	if (e == GP_CU_SUCCESS)
+		e = gp_vmm_map_access(ctx, p, ds, lo, hi, fresh, &what);
 	for (i = lo; i < hi; i++) {
-		gp_cu_mem h = 0;
-
-		if (ds->vr.h[i])
+		if (!fresh[i - lo])
 			continue;
-		e = cu->cuMemCreate(&h, p->gran, &prop, 0);
-		if (e != GP_CU_SUCCESS) {
-			what = "cuMemCreate";
-			goto undo;
-		}
-		e = cu->cuMemMap(ds->vr.base + i * p->gran, p->gran, 0, h, 0);
-		if (e != GP_CU_SUCCESS) {
-			cu->cuMemRelease(h);
-			what = "cuMemMap";
-			goto undo;
-		}
-		ds->vr.h[i] = h;
-		fresh[i - lo] = true;
-		p->st.reserved += p->gran;
-		p->st.mapped += p->gran;
-		p->st.map_calls++;
-	}
-	/* Access, once per run of granules mapped here. */
-	for (i = lo; i < hi; i = j) {
-		for (j = i; j < hi && fresh[j - lo]; j++)
-			;
-		if (j > i) {
-			e = cu->cuMemSetAccess(ds->vr.base + i * p->gran,
-					       (j - i) * p->gran, &acc, 1);
-			if (e != GP_CU_SUCCESS) {
-				what = "cuMemSetAccess";
-				i = hi;
-				goto undo;
-			}
-		} else {
-			j++;
-		}
-	}
-	for (i = lo; i < hi; i++)
-		if (fresh[i - lo] && i * p->gran < ds->vr.top)
+		if (e != GP_CU_SUCCESS)
+			gp_vmm_unmap1(ctx, p, ds, i);	/* none stays */
+		else if (i * p->gran < ds->vr.top)
 			ds->vr.holes--;
+	}
 	gp_cuda_leave(ctx, saved);
 	free(fresh);
+	if (e != GP_CU_SUCCESS)
+		return gp_vmm_map_error(ctx, p, e, what);
 	if (p->st.reserved > p->st.peak_reserved)
 		p->st.peak_reserved = p->st.reserved;
 	if (p->st.mapped > p->st.peak_mapped)
 		p->st.peak_mapped = p->st.mapped;
 	return 0;
-
-undo:
-	for (j = lo; j < i; j++)
-		if (fresh[j - lo])
-			gp_vmm_unmap1(ctx, p, ds, j);
-	gp_cuda_leave(ctx, saved);
-	free(fresh);
-	if (e == GP_CU_ERROR_OUT_OF_MEMORY) {
-		p->st.malloc_refusals++;
-		gp_debug(ctx, "device %d: %s refused: out of memory", p->device, what);
-		return -ENOMEM;
-	}
-	return gp_err(ctx, -EIO, "device %d: %s: CUDA driver error %d",
-		      p->device, what, e);
 }
 
 /* The reserved range and room for the handles of granules below `top`. */
@@ -230,7 +224,6 @@ static int gp_vmm_room(struct gp_ctx *ctx, struct gp_dpool *p,
 	gp_cu_mem *h;
 
 	if (!ds->vr.size) {
-		struct gp_cu *cu = &ctx->cuda.cu;
 		/* Twice the device: trimmed holes may leave the region's
 		 * top above the bytes mapped.  Address space costs nothing.
 		 */
@@ -242,7 +235,7 @@ static int gp_vmm_room(struct gp_ctx *ctx, struct gp_dpool *p,
 		ret = gp_cuda_enter(ctx, p->device, &saved);
 		if (ret)
 			return ret;
-		e = cu->cuMemAddressReserve(&base, size, p->gran, 0, 0);
+		e = gp_cuda_va_reserve(ctx, &base, size, p->gran);
 		gp_cuda_leave(ctx, saved);
 		if (e != GP_CU_SUCCESS)
 			return gp_err(ctx, e == GP_CU_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO,
@@ -487,7 +480,6 @@ uint64_t gp_vmm_trim(struct gp_ctx *ctx, struct gp_dpool *p,
 
 void gp_vmm_fini(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds)
 {
-	struct gp_cu *cu = &ctx->cuda.cu;
 	bool quiet = false;
 	uint64_t i;
 
@@ -495,7 +487,7 @@ void gp_vmm_fini(struct gp_ctx *ctx, struct gp_dpool *p, struct gp_dstream *ds)
 		if (ds->vr.h[i])
 			gp_vmm_unmap_freed(ctx, p, ds, i, &quiet);
 	if (ds->vr.size) {
-		if (cu->cuMemAddressFree(ds->vr.base, ds->vr.size) != GP_CU_SUCCESS)
+		if (gp_cuda_va_free(ctx, ds->vr.base, ds->vr.size) != GP_CU_SUCCESS)
 			gp_debug(ctx, "device %d: cuMemAddressFree failed", p->device);
 		p->st.va_reserved -= ds->vr.size;
 	}

@@ -456,7 +456,7 @@ void gp_host_info(struct gp_ctx *ctx, struct gp_info *info)
 	pthread_mutex_lock(&ctx->host->lock);
 	info->host_granularity = ctx->host_gran;
 	info->hugepages = ctx->host->st.segments_huge > 0;
-	info->cuda_state = ctx->cuda.usable && !ctx->host->unregistered ?
+	info->cuda_state = gp_cuda_usable(ctx) && !ctx->host->unregistered ?
 			   GP_CUDA_REGISTERED : GP_CUDA_OFF;
 	snprintf(info->why, sizeof(info->why), "%s", ctx->why);
 	pthread_mutex_unlock(&ctx->host->lock);

@@ -77,7 +77,7 @@ int gp_seg_register(struct gp_ctx *ctx, struct gp_seg *seg)
 	unsigned int fl = cudaHostRegisterPortable;
 	cudaError_t e;
 
-	if (!ctx->cuda.usable || ctx->host->unregistered)
+	if (!gp_cuda_usable(ctx) || ctx->host->unregistered)
 		return 0;
 	if (ctx->opt.flags & GP_OPEN_HOST_MAPPED)
 		fl |= cudaHostRegisterMapped;
