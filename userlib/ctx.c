@@ -172,7 +172,8 @@ static int gp_pick_backend(struct gp_ctx *ctx)
 	int ret;
 
 	if (ctx->opt.backend != GP_BACKEND_USER) {
-		ret = gp_kernel_probe(ctx, ctx->opt.backend == GP_BACKEND_KERNEL);
+		ret = gp_kernel_probe(ctx, ctx->opt.backend == GP_BACKEND_KERNEL,
+				      ctx->fallback, sizeof(ctx->fallback));
 		if (!ret) {
 			ctx->backend = GP_BACKEND_KERNEL;
 			ctx->ops = &gp_backend_kernel;
@@ -186,10 +187,28 @@ static int gp_pick_backend(struct gp_ctx *ctx)
 	return ctx->ops->open(ctx);
 }
 
+/* Append more to why (len bytes), after "; " when why has something. */
+static void gp_why_add(char *why, size_t len, const char *more)
+{
+	size_t n = strlen(why);
+
+	if (*more && n + 1 < len)
+		snprintf(why + n, len - n, "%s%s", n ? "; " : "", more);
+}
+
+/* Why the backend and CUDA are what they are, each in its own words. */
+static void gp_why_rooms(const struct gp_ctx *ctx, char *why, size_t len)
+{
+	gp_why_add(why, len, ctx->fallback);
+	if (ctx->ops->why)
+		gp_why_add(why, len, ctx->ops->why(ctx));
+	gp_why_add(why, len, gp_cuda_why(ctx));
+}
+
 GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 {
 	struct gp_ctx *ctx;
-	char why[192] = "";
+	char why[sizeof(((struct gp_info *)0)->why)] = "";
 	size_t n;
 	int ret;
 
@@ -224,16 +243,15 @@ GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 
 	/* CUDA first: GP_NUMA_NEAR_GPU needs it. */
 	if (ctx->opt.flags & GP_OPEN_NO_CUDA)
-		snprintf(why, sizeof(why), "host memory is not registered: CUDA "
-			 "disabled by GP_OPEN_NO_CUDA");
+		gp_cuda_off(ctx, "CUDA disabled by GP_OPEN_NO_CUDA");
 	else
-		gp_cuda_load(ctx, ctx->opt.cudart, why, sizeof(why));
+		gp_cuda_load(ctx, ctx->opt.cudart);
 	ctx->opt.cudart = NULL;		/* not kept: the caller owns it */
-	gp_debug(ctx, "%s", why);
+	gp_debug(ctx, "%s", gp_cuda_why(ctx));
 	if (!gp_cuda_usable(ctx) && (ctx->opt.flags & GP_OPEN_REQUIRE_CUDA)) {
 		ret = gp_err(NULL, -ENODEV,
 			     "CUDA is required (GPUPOOL_REQUIRE_CUDA / GP_OPEN_REQUIRE_CUDA) "
-			     "but not usable: %s", why);
+			     "but not usable: %s", gp_cuda_why(ctx));
 		goto out_free;
 	}
 
@@ -251,9 +269,8 @@ GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 		gp_err(NULL, ret, "%s", ctx->err);
 		goto out_free;
 	}
-	snprintf(ctx->why + strlen(ctx->why), sizeof(ctx->why) - strlen(ctx->why),
-		 "%s%s", *ctx->why ? "; " : "", why);
-	gp_debug(ctx, "backend %s (%s), NUMA node %d", ctx->ops->name, ctx->why,
+	gp_why_rooms(ctx, why, sizeof(why));
+	gp_debug(ctx, "backend %s (%s), NUMA node %d", ctx->ops->name, why,
 		 ctx->numa_node);
 	ret = gp_host_init(ctx);
 	if (ret) {
@@ -306,6 +323,7 @@ GP_API int gp_info(struct gp_ctx *ctx, struct gp_info *info)
 	if (ctx->ops->info)
 		ctx->ops->info(ctx, info);
 	gp_host_info(ctx, info);
+	gp_why_rooms(ctx, info->why, sizeof(info->why));
 	snprintf(info->backend_name, sizeof(info->backend_name), "%s",
 		 ctx->ops->name);
 	if (gp_cuda_usable(ctx))

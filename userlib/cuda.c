@@ -112,9 +112,11 @@ void gp_cuda_load_driver(struct gp_ctx *ctx)
 	cu->usable = 1;
 }
 
-void gp_cuda_load(struct gp_ctx *ctx, const char *path, char *why, size_t len)
+void gp_cuda_load(struct gp_ctx *ctx, const char *path)
 {
 	struct gp_cuda *c = &ctx->cuda;
+	char *why = c->why;
+	size_t len = sizeof(c->why);
 	cudaError_t e;
 	void *dl;
 
@@ -165,20 +167,34 @@ void gp_cuda_load(struct gp_ctx *ctx, const char *path, char *why, size_t len)
 	return;
 
 out_off:
-	/* Keep the path for gp_info; forget the functions. */
+	/* Keep the path and the reason for gp_info; forget the functions. */
 	{
-		char keep[sizeof(c->path)];
+		char keep[sizeof(c->path)], reason[sizeof(c->why)];
 
 		memcpy(keep, c->path, sizeof(keep));
+		memcpy(reason, c->why, sizeof(reason));
 		memset(c, 0, sizeof(*c));
 		memcpy(c->path, keep, sizeof(keep));
+		memcpy(c->why, reason, sizeof(reason));
 	}
+}
+
+void gp_cuda_off(struct gp_ctx *ctx, const char *reason)
+{
+	memset(&ctx->cuda, 0, sizeof(ctx->cuda));
+	snprintf(ctx->cuda.why, sizeof(ctx->cuda.why),
+		 "host memory is not registered: %s", reason);
 }
 
 void gp_cuda_unload(struct gp_ctx *ctx)
 {
 	/* See the top of this file: the handle is deliberately kept. */
 	ctx->cuda.usable = 0;
+}
+
+const char *gp_cuda_why(const struct gp_ctx *ctx)
+{
+	return ctx->cuda.why;
 }
 
 const char *gp_cuda_errstr(struct gp_ctx *ctx, cudaError_t e)

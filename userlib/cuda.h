@@ -124,6 +124,7 @@ struct gp_cuda {
 	int runtime_version;
 	int driver_version;
 	char path[128];
+	char why[192];		/* for gp_info: why CUDA is what it is */
 #define GP_CUDA_MEMBER(ret, name, args) ret (*name) args;
 	GP_CUDA_FUNCS(GP_CUDA_MEMBER)
 #undef GP_CUDA_MEMBER
@@ -135,10 +136,14 @@ struct gp_ctx;
 
 /* Load the runtime named by path (NULL: $GPUPOOL_CUDART, else
  * libcudart.so.13) into ctx->cuda.  Never fails: when the runtime is missing
- * or sees no device, cuda.usable stays 0 and why (len bytes) says why.
+ * or sees no device, cuda.usable stays 0 and gp_cuda_why() says why.
  */
-void gp_cuda_load(struct gp_ctx *ctx, const char *path, char *why, size_t len);
+void gp_cuda_load(struct gp_ctx *ctx, const char *path);
+/* Leave CUDA off, for the reason given (GP_OPEN_NO_CUDA). */
+void gp_cuda_off(struct gp_ctx *ctx, const char *reason);
 void gp_cuda_unload(struct gp_ctx *ctx);
+/* What the runtime is, or why there is none ("" before any load). */
+const char *gp_cuda_why(const struct gp_ctx *ctx);
 /* Resolve ctx->cuda.cu (after gp_cuda_load; cu.usable says if it worked). */
 void gp_cuda_load_driver(struct gp_ctx *ctx);
 /* The NUMA node of a GPU's PCI device, -1 when unknown. */

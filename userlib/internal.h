@@ -101,11 +101,10 @@ struct gp_ctx {
 	void *backend_data;		/* the backend's own state (backend/) */
 	int numa_node;			/* resolved, -1 = none */
 	uint64_t page_size;
-	/* The unit of host memory: the page, or gpupool.ko's granularity
-	 * when that is larger (set by the backend's open).
+	/* Why not the kernel backend, when AUTO went on to the user one
+	 * (for gp_info's why).
 	 */
-	uint64_t host_gran;
-	char why[192];			/* for gp_info */
+	char fallback[128];
 
 	struct gp_cuda cuda;
 

@@ -9,6 +9,7 @@
 #define GPUPOOL_USERLIB_BACKEND_BACKEND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct gp_ctx;
@@ -18,7 +19,7 @@ struct gp_seg;
 /* What a host backend does; both fill seg->addr/size/fd/huge/khandle. */
 struct gp_backend_ops {
 	const char *name;
-	/* Sets ctx->host_gran; on failure nothing of it is left. */
+	/* On failure nothing of it is left. */
 	int (*open)(struct gp_ctx *ctx);
 	void (*close)(struct gp_ctx *ctx);
 	/* Map a new segment of exactly size bytes (a multiple of the page);
@@ -29,16 +30,24 @@ struct gp_backend_ops {
 	void (*unmap)(struct gp_ctx *ctx, struct gp_seg *seg);
 	int (*export_fd)(struct gp_ctx *ctx, struct gp_seg *seg, int *fd);
 	int (*import_fd)(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
+	/* The unit of host memory: the page, or gpupool.ko's granularity
+	 * when that is larger.
+	 */
+	uint64_t (*granularity)(const struct gp_ctx *ctx);
 	/* Its part of gp_info (NULL: none). */
 	void (*info)(struct gp_ctx *ctx, struct gp_info *info);
+	/* Its words for gp_info's why (NULL: nothing to say). */
+	const char *(*why)(const struct gp_ctx *ctx);
 };
 extern const struct gp_backend_ops gp_backend_user;
 extern const struct gp_backend_ops gp_backend_kernel;
 
-/* kernel.c: probe /dev/gpupool for AUTO; 0 when usable (then the kernel
- * backend's open follows).
+/* kernel.c: probe /dev/gpupool; 0 when usable (then the kernel backend's
+ * open follows).  Else why (len bytes) says what was wrong, for gp_info
+ * when AUTO goes on to the user backend; forced (GPUPOOL_BACKEND=kernel):
+ * the error is the context's too.
  */
-int gp_kernel_probe(struct gp_ctx *ctx, bool forced);
+int gp_kernel_probe(struct gp_ctx *ctx, bool forced, char *why, size_t len);
 /* kernel.c, for both backends' import: map a chunk descriptor from
  * GPUPOOL_IOC_EXPORT; -ENOTTY if fd is not one.
  */

@@ -38,7 +38,9 @@ struct gp_kernel {
 	int fd;				/* /dev/gpupool */
 	uint32_t abi_major, abi_minor;	/* the module's */
 	uint64_t node_mask;		/* the module's sub-pools, by node */
+	uint64_t gran;			/* the unit of host memory */
 	bool huge_maps;			/* /proc/gpupool's HugeMaps */
+	char why[128];			/* for gp_info: what the module is */
 };
 
 static struct gp_kernel *gp_kernel_of(const struct gp_ctx *ctx)
@@ -94,7 +96,7 @@ static void gp_kernel_seg_pages(struct gp_ctx *ctx, struct gp_seg *seg)
 	seg->huge = true;
 }
 
-int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
+int gp_kernel_probe(struct gp_ctx *ctx, bool forced, char *why, size_t len)
 {
 	struct gpupool_version v;
 	struct gp_kernel *k;
@@ -103,10 +105,10 @@ int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
 	fd = open(GP_DEV_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		e = errno;
-		snprintf(ctx->why, sizeof(ctx->why), "%s: %s", GP_DEV_PATH,
+		snprintf(why, len, "%s: %s", GP_DEV_PATH,
 			 e == ENOENT ? "absent (gpupool.ko not loaded)" : strerror(e));
 		if (!forced) {
-			gp_debug(ctx, "%s; using the user backend", ctx->why);
+			gp_debug(ctx, "%s; using the user backend", why);
 			return -ENODEV;
 		}
 		if (e == ENOENT || e == ENXIO || e == ENODEV)
@@ -122,13 +124,13 @@ int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
 	if (ioctl(fd, GPUPOOL_IOC_VERSION, &v)) {
 		e = errno;
 		close(fd);
-		snprintf(ctx->why, sizeof(ctx->why), "%s: VERSION failed", GP_DEV_PATH);
+		snprintf(why, len, "%s: VERSION failed", GP_DEV_PATH);
 		return gp_err(ctx, -EPROTO, "%s: GPUPOOL_IOC_VERSION failed: %s",
 			      GP_DEV_PATH, strerror(e));
 	}
 	if (v.abi_major < GPUPOOL_ABI_MAJOR) {
 		close(fd);
-		snprintf(ctx->why, sizeof(ctx->why),
+		snprintf(why, len,
 			 "gpupool.ko ABI %u.%u is older than the library's %u.%u",
 			 v.abi_major, v.abi_minor, GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
 		return gp_err(ctx, -EPROTO,
@@ -138,7 +140,7 @@ int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
 	}
 	if (v.min_lib_major > GPUPOOL_ABI_MAJOR) {
 		close(fd);
-		snprintf(ctx->why, sizeof(ctx->why),
+		snprintf(why, len,
 			 "gpupool.ko needs library ABI %u, the library is %u.%u",
 			 v.min_lib_major, GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
 		return gp_err(ctx, -EPROTO,
@@ -158,10 +160,9 @@ int gp_kernel_probe(struct gp_ctx *ctx, bool forced)
 	k->abi_minor = v.abi_minor;
 	k->node_mask = v.node_mask;
 	k->huge_maps = gp_kernel_read_huge_maps();
+	k->gran = v.granularity > ctx->page_size ? v.granularity : ctx->page_size;
 	ctx->backend_data = k;
-	ctx->host_gran = v.granularity > ctx->page_size ? v.granularity :
-			 ctx->page_size;
-	snprintf(ctx->why, sizeof(ctx->why),
+	snprintf(k->why, sizeof(k->why),
 		 "gpupool.ko ABI %u.%u, pool %llu bytes on %u node(s)%s",
 		 v.abi_major, v.abi_minor, (unsigned long long)v.pool_size,
 		 v.nr_nodes, k->huge_maps ? ", 2 MiB mappings" : "");
@@ -199,10 +200,20 @@ static void gp_kernel_close(struct gp_ctx *ctx)
 	ctx->backend_data = NULL;
 }
 
+static uint64_t gp_kernel_granularity(const struct gp_ctx *ctx)
+{
+	return gp_kernel_of(ctx)->gran;
+}
+
 static void gp_kernel_info(struct gp_ctx *ctx, struct gp_info *info)
 {
 	info->kmod_abi_major = gp_kernel_of(ctx)->abi_major;
 	info->kmod_abi_minor = gp_kernel_of(ctx)->abi_minor;
+}
+
+static const char *gp_kernel_why(const struct gp_ctx *ctx)
+{
+	return gp_kernel_of(ctx)->why;
 }
 
 static void gp_kernel_free_handle(struct gp_ctx *ctx, uint64_t handle)
@@ -536,5 +547,7 @@ const struct gp_backend_ops gp_backend_kernel = {
 	.unmap = gp_kernel_unmap,
 	.export_fd = gp_kernel_export,
 	.import_fd = gp_kernel_import,
+	.granularity = gp_kernel_granularity,
 	.info = gp_kernel_info,
+	.why = gp_kernel_why,
 };

@@ -184,8 +184,12 @@ static int gp_user_open(struct gp_ctx *ctx)
 	u->shmem_thp = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES) &&
 		       gp_shmem_thp_allowed();
 	ctx->backend_data = u;
-	ctx->host_gran = ctx->page_size;
 	return 0;
+}
+
+static uint64_t gp_user_granularity(const struct gp_ctx *ctx)
+{
+	return ctx->page_size;
 }
 
 static void gp_user_close(struct gp_ctx *ctx)
@@ -564,4 +568,5 @@ const struct gp_backend_ops gp_backend_user = {
 	.unmap = gp_user_unmap,
 	.export_fd = gp_user_export,
 	.import_fd = gp_user_import,
+	.granularity = gp_user_granularity,
 };

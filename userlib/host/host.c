@@ -38,7 +38,7 @@
 static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
 {
 	struct gp_hpool *hp = &ctx->host->hp[kind];
-	uint64_t page = ctx->host_gran, want, least;
+	uint64_t page = ctx->host->gran, want, least;
 	struct gp_seg *seg;
 	int ret;
 
@@ -87,7 +87,7 @@ static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
 
 static int gp_host_alloc_own(struct gp_ctx *ctx, size_t size, void **ptr)
 {
-	uint64_t rounded = gp_round_up(size, ctx->host_gran);
+	uint64_t rounded = gp_round_up(size, ctx->host->gran);
 	struct gp_seg *seg;
 	int ret;
 
@@ -387,12 +387,13 @@ int gp_host_init(struct gp_ctx *ctx)
 	struct bfc_params p;
 	int ret;
 
+	ctx->host->gran = ctx->ops->granularity(ctx);
 	bfc_params_default(&p, GP_HOST_SMALL_GRAN);
 	p.policy = gp_bfc_policy(ctx);
 	ret = bfc_create(&ctx->host->hp[GP_POOL_SMALL].b, &p);
 	if (ret)
 		return gp_err(ctx, -ENOMEM, "cannot create the small host pool");
-	bfc_params_default(&p, ctx->host_gran);
+	bfc_params_default(&p, ctx->host->gran);
 	p.policy = gp_bfc_policy(ctx);
 	ret = bfc_create(&ctx->host->hp[GP_POOL_LARGE].b, &p);
 	if (ret)
@@ -454,10 +455,13 @@ void gp_host_set_memlock_limit(struct gp_ctx *ctx, uint64_t limit)
 void gp_host_info(struct gp_ctx *ctx, struct gp_info *info)
 {
 	pthread_mutex_lock(&ctx->host->lock);
-	info->host_granularity = ctx->host_gran;
+	info->host_granularity = ctx->host->gran;
 	info->hugepages = ctx->host->st.segments_huge > 0;
 	info->cuda_state = gp_cuda_usable(ctx) && !ctx->host->unregistered ?
 			   GP_CUDA_REGISTERED : GP_CUDA_OFF;
-	snprintf(info->why, sizeof(info->why), "%s", ctx->why);
+	/* First: it must survive the truncation of what follows. */
+	if (ctx->host->unregistered)
+		snprintf(info->why, sizeof(info->why),
+			 "host memory is not registered: %s", GP_HOST_UNREGISTERED);
 	pthread_mutex_unlock(&ctx->host->lock);
 }

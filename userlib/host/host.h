@@ -71,7 +71,10 @@ void gp_host_mapped(struct gp_ctx *ctx);
 void gp_host_unmapped(struct gp_ctx *ctx);
 void gp_host_set_memlock_limit(struct gp_ctx *ctx, uint64_t limit);
 
-/* The host's part of gp_info. */
+/* The host's part of gp_info: the granularity, huge pages, the CUDA state,
+ * and its reason first in info->why (empty before) when host memory is not
+ * registered.
+ */
 void gp_host_info(struct gp_ctx *ctx, struct gp_info *info);
 
 #endif /* GPUPOOL_USERLIB_HOST_HOST_H */

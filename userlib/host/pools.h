@@ -16,6 +16,8 @@ struct gp_hpool {
 /* ctx->host: everything under lock. */
 struct gp_host {
 	pthread_mutex_t lock;
+	/* The unit of host memory (the backend's granularity). */
+	uint64_t gran;
 	struct gp_hpool hp[GP_NR_HPOOLS];
 	struct gp_map own;		/* addr -> own / imported segment */
 	struct gp_list segs;		/* every host segment */
@@ -24,10 +26,15 @@ struct gp_host {
 	struct gp_host_stats st;
 	/* The runtime refused to initialize CUDA in this process (as it does
 	 * in a child of fork() once the parent has used CUDA): host memory
-	 * stays pinned but unregistered from then on (gp_seg_register()).
+	 * stays pinned but unregistered from then on (gp_seg_register()),
+	 * and gp_info's why says so first.
 	 */
 	bool unregistered;
 };
+
+/* Why host memory is not registered when unregistered is set. */
+#define GP_HOST_UNREGISTERED	"CUDA cannot be initialized in this process (a " \
+				"child of fork() cannot once its parent has used CUDA)"
 
 /* segments.c, lock held */
 /* Map + register a segment and account it. */

@@ -48,22 +48,14 @@ void gp_idle_del(struct gp_ctx *ctx, struct gp_seg *seg)
  */
 static int host_cuda_refused(struct gp_ctx *ctx, cudaError_t e)
 {
-	const char *what = "CUDA cannot be initialized in this process (a "
-			   "child of fork() cannot once its parent has used CUDA)";
-	char was[sizeof(ctx->why)];
-
 	if (ctx->opt.flags & GP_OPEN_REQUIRE_CUDA)
 		return gp_err(ctx, -EIO, "cudaHostRegister failed: %s: %s; "
 			      "open the context in a process started with spawn, "
-			      "or before CUDA is used", gp_cuda_errstr(ctx, e), what);
+			      "or before CUDA is used", gp_cuda_errstr(ctx, e),
+			      GP_HOST_UNREGISTERED);
 	ctx->host->unregistered = true;
-	/* First, so that it survives the truncation of the old text. */
-	memcpy(was, ctx->why, sizeof(was));
-	if (snprintf(ctx->why, sizeof(ctx->why), "host memory is not "
-		     "registered: %s; %s", what, was) >= (int)sizeof(ctx->why))
-		gp_debug(ctx, "before: %s", was);
 	gp_debug(ctx, "cudaHostRegister: %s: %s; host memory stays "
-		 "unregistered", gp_cuda_errstr(ctx, e), what);
+		 "unregistered", gp_cuda_errstr(ctx, e), GP_HOST_UNREGISTERED);
 	return 0;
 }
 
