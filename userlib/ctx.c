@@ -56,30 +56,6 @@ static uint64_t gp_env_bytes(const char *name, double *fraction)
 	return d < 18446744073709551616.0 ? (uint64_t)d : UINT64_MAX;
 }
 
-/* GPUPOOL_DEV_HEADROOM: a percentage (decimals allowed) or "none". */
-static int gp_env_headroom(struct gp_ctx *ctx)
-{
-	const char *v = getenv("GPUPOOL_DEV_HEADROOM");
-	char *end;
-	double d;
-
-	ctx->dev_headroom_ppm = GP_DEV_HEADROOM_PPM;
-	if (!v || !*v)
-		return 0;
-	if (!strcmp(v, "none")) {
-		ctx->dev_headroom_ppm = UINT64_MAX;
-		return 0;
-	}
-	errno = 0;
-	d = strtod(v, &end);
-	if (errno || *end || end == v || !(d >= 0.0 && d <= 1000.0))
-		return gp_err(NULL, -EINVAL,
-			      "GPUPOOL_DEV_HEADROOM=%s: expected a percentage from 0 to 1000, or none",
-			      v);
-	ctx->dev_headroom_ppm = (uint64_t)(d * 1e4 + 0.5);
-	return 0;
-}
-
 static int gp_apply_env(struct gp_ctx *ctx)
 {
 	const char *b = getenv("GPUPOOL_BACKEND");
@@ -105,8 +81,6 @@ static int gp_apply_env(struct gp_ctx *ctx)
 	}
 	if (gp_env_true("GPUPOOL_REQUIRE_CUDA"))
 		o->flags |= GP_OPEN_REQUIRE_CUDA;
-	if (gp_env_headroom(ctx))
-		return -EINVAL;
 	b = getenv("GPUPOOL_POLICY");
 	if (o->placement == GP_PLACEMENT_DEFAULT && b && *b) {
 		int pol = bfc_policy_parse(b);
@@ -136,19 +110,11 @@ static int gp_check_options(const struct gp_options *o)
 		return gp_err(NULL, -EINVAL, "gp_open: unknown placement %d", o->placement);
 	if (o->numa_node < GP_NUMA_NEAR_GPU)
 		return gp_err(NULL, -EINVAL, "gp_open: bad numa_node %d", o->numa_node);
-	if (!(o->dev_limit_fraction >= 0.0 && o->dev_limit_fraction <= 1.0))
-		return gp_err(NULL, -EINVAL,
-			      "gp_open: dev_limit_fraction %g is not in (0, 1]",
-			      o->dev_limit_fraction);
 	if (o->host_small_segment &&
 	    (o->host_small_segment < GP_HOST_SMALL_MAX ||
 	     o->host_small_segment > GP_SIZE_MAX))
 		return gp_err(NULL, -EINVAL,
 			      "gp_open: host_small_segment must be at least 1 MiB and at most 2^62");
-	if ((o->dev_initial_segment & (GP_DEV_GRAN - 1)) ||
-	    o->dev_initial_segment > GP_DEV_MAX_SEG)
-		return gp_err(NULL, -EINVAL,
-			      "gp_open: dev_initial_segment must be a multiple of 256, at most 64 TiB");
 	if ((o->flags & GP_OPEN_REQUIRE_CUDA) && (o->flags & GP_OPEN_NO_CUDA))
 		return gp_err(NULL, -EINVAL,
 			      "gp_open: GP_OPEN_REQUIRE_CUDA with GP_OPEN_NO_CUDA");
@@ -233,8 +199,6 @@ GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 		goto out_free;
 	if (!ctx->opt.host_small_segment)
 		ctx->opt.host_small_segment = 2 * GP_MIB;
-	if (!ctx->opt.dev_initial_segment)
-		ctx->opt.dev_initial_segment = GP_DEV_INITIAL_SEG;
 	ctx->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	if (gp_host_create(ctx)) {
 		ret = gp_err(NULL, -ENOMEM, "gp_open: out of memory");
@@ -277,8 +241,9 @@ GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 		gp_err(NULL, ret, "%s", ctx->err);
 		goto out_close;
 	}
-	if (gp_dev_init(ctx)) {
-		ret = gp_err(NULL, -ENOMEM, "gp_open: out of memory");
+	ret = gp_dev_init(ctx);
+	if (ret) {
+		gp_err(NULL, ret, "%s", ctx->err);
 		goto out_close;
 	}
 	ctx->err[0] = 0;

@@ -53,16 +53,12 @@
 #define GP_HOST_MEDIUM_MAX	(10 * GP_MIB)	/* (1, 10] MiB: a 20 MiB segment */
 #define GP_HOST_MEDIUM_SEG	(20 * GP_MIB)
 #define GP_HUGE_PAGE		(2 * GP_MIB)	/* large segments round to this */
-/* Device tunables. */
-#define GP_DEV_GRAN		256ull	/* cudaMalloc guarantees 256-byte alignment */
-#define GP_DEV_INITIAL_SEG	(2 * GP_MIB)
 
 /* The largest request either pool considers; larger ones fail with -ENOMEM
  * before any rounding (to pages, 2 MiB or a segment size), none of which
  * can then overflow.  No machine has 2^62 bytes to pin.
  */
 #define GP_SIZE_MAX		(1ull << 62)
-#define GP_DEV_MAX_SEG		(1ull << 46)	/* device segments: doubling stops here */
 
 static inline uint64_t gp_round_up(uint64_t v, uint64_t a)
 {
@@ -91,11 +87,6 @@ struct gp_ctx {
 	struct gp_options opt;		/* after defaults and environment */
 	bool debug;
 	bool require_cuda;
-	/* Virtual-mode device pools: idle mapped bytes allowed above the
-	 * most in use, in millionths of it (GPUPOOL_DEV_HEADROOM);
-	 * UINT64_MAX: never unmap before a new mapping.
-	 */
-	uint64_t dev_headroom_ppm;
 	int backend;			/* GP_BACKEND_KERNEL / USER */
 	const struct gp_backend_ops *ops;
 	void *backend_data;		/* the backend's own state (backend/) */

@@ -80,7 +80,7 @@ struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create)
 		goto out;
 	pthread_mutex_init(&p->lock, NULL);
 	p->device = device;
-	p->st.next_segment = ctx->opt.dev_initial_segment;
+	p->st.next_segment = ctx->dev->initial_segment;
 	if (!gp_cuda_enter(ctx, device, &saved)) {
 		if (gp_cuda_mem_total(ctx, &total) == cudaSuccess)
 			p->total_mem = total;
@@ -372,7 +372,7 @@ GP_API int gp_dev_stats(struct gp_ctx *ctx, int device, struct gp_dev_stats *st)
 	p = gp_dpool_get(ctx, device, false);
 	if (!p) {
 		memset(st, 0, sizeof(*st));
-		st->next_segment = ctx->opt.dev_initial_segment;
+		st->next_segment = ctx->dev->initial_segment;
 		return 0;
 	}
 	pthread_mutex_lock(&p->lock);
@@ -447,21 +447,70 @@ void gp_dev_fini(struct gp_ctx *ctx)
 	ctx->dev = NULL;
 }
 
+/* Open ---------------------------------------------------------------------- */
+
+/* GPUPOOL_DEV_HEADROOM: a percentage (decimals allowed) or "none". */
+static int gp_dev_env_headroom(struct gp_ctx *ctx, uint64_t *ppm)
+{
+	const char *v = getenv("GPUPOOL_DEV_HEADROOM");
+	char *end;
+	double d;
+
+	*ppm = GP_DEV_HEADROOM_PPM;
+	if (!v || !*v)
+		return 0;
+	if (!strcmp(v, "none")) {
+		*ppm = UINT64_MAX;
+		return 0;
+	}
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || *end || end == v || !(d >= 0.0 && d <= 1000.0))
+		return gp_err(ctx, -EINVAL,
+			      "GPUPOOL_DEV_HEADROOM=%s: expected a percentage from 0 to 1000, or none",
+			      v);
+	*ppm = (uint64_t)(d * 1e4 + 0.5);
+	return 0;
+}
+
+/* gp_options' dev_* fields (after the environment's). */
+static int gp_dev_check_options(struct gp_ctx *ctx)
+{
+	const struct gp_options *o = &ctx->opt;
+
+	if (!(o->dev_limit_fraction >= 0.0 && o->dev_limit_fraction <= 1.0))
+		return gp_err(ctx, -EINVAL,
+			      "gp_open: dev_limit_fraction %g is not in (0, 1]",
+			      o->dev_limit_fraction);
+	if ((o->dev_initial_segment & (GP_DEV_GRAN - 1)) ||
+	    o->dev_initial_segment > GP_DEV_MAX_SEG)
+		return gp_err(ctx, -EINVAL,
+			      "gp_open: dev_initial_segment must be a multiple of 256, at most 64 TiB");
+	return 0;
+}
+
 int gp_dev_init(struct gp_ctx *ctx)
 {
 	struct gp_devpools *d;
+	uint64_t headroom;
+	int ret;
 
-	if (!gp_cuda_usable(ctx))
-		return 0;
+	ret = gp_dev_check_options(ctx);
+	if (!ret)
+		ret = gp_dev_env_headroom(ctx, &headroom);
+	if (ret || !gp_cuda_usable(ctx))
+		return ret;
 	d = calloc(1, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	d->pool = calloc((size_t)gp_cuda_device_count(ctx), sizeof(*d->pool));
-	if (!d->pool) {
+	if (d)
+		d->pool = calloc((size_t)gp_cuda_device_count(ctx), sizeof(*d->pool));
+	if (!d || !d->pool) {
 		free(d);
-		return -ENOMEM;
+		return gp_err(ctx, -ENOMEM, "gp_open: out of memory");
 	}
 	pthread_mutex_init(&d->lock, NULL);
+	d->initial_segment = ctx->opt.dev_initial_segment ?
+			     ctx->opt.dev_initial_segment : GP_DEV_INITIAL_SEG;
+	d->headroom_ppm = headroom;
 	ctx->dev = d;
 	return 0;
 }

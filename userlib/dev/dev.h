@@ -24,6 +24,16 @@
 
 #include "internal.h"
 
+/* Tunables. */
+#define GP_DEV_GRAN		256ull	/* cudaMalloc guarantees 256-byte alignment */
+#define GP_DEV_INITIAL_SEG	(2 * GP_MIB)	/* gp_options.dev_initial_segment 0 */
+#define GP_DEV_MAX_SEG		(1ull << 46)	/* segments: doubling stops here */
+/* The virtual mode's default headroom: mapped bytes at most 1/11 (9.09%)
+ * above the most in use.  Less remaps more often (1/16 remapped ~20 times
+ * as often on the loader trace); more holds more idle memory.
+ */
+#define GP_DEV_HEADROOM_PPM	(1000000 / 11)
+
 /* Tag of an in-use block used on streams other than its own. */
 struct gp_uses {
 	uint32_t n, cap;
@@ -107,7 +117,13 @@ struct gp_dpool {
 /* ctx->dev: a pool per device, each created on first use under lock. */
 struct gp_devpools {
 	pthread_mutex_t lock;
-	struct gp_dpool **pool;		/* cuda.device_count entries */
+	struct gp_dpool **pool;		/* gp_cuda_device_count() entries */
+	uint64_t initial_segment;	/* the first segment of a pool */
+	/* Virtual mode: idle mapped bytes allowed above the most in use,
+	 * in millionths of it (GPUPOOL_DEV_HEADROOM); UINT64_MAX: never
+	 * unmap before a new mapping.
+	 */
+	uint64_t headroom_ppm;
 };
 
 struct gp_dpool *gp_dpool_get(struct gp_ctx *ctx, int device, bool create);

@@ -9,13 +9,10 @@
 
 #include "gpupool.h"
 
-/* The virtual mode's default headroom: mapped bytes at most 1/11 (9.09%)
- * above the most in use.  Less remaps more often (1/16 remapped ~20 times
- * as often on the loader trace); more holds more idle memory.
+/* Check the device pools' options (gp_options.dev_*) and read their
+ * tunables (GPUPOOL_DEV_HEADROOM); then ctx->dev, where CUDA is usable
+ * (pools come on first use).  -EINVAL or -ENOMEM, the message set.
  */
-#define GP_DEV_HEADROOM_PPM	(1000000 / 11)
-
-/* ctx->dev, where CUDA is usable (pools come on first use); -ENOMEM. */
 int gp_dev_init(struct gp_ctx *ctx);
 void gp_dev_fini(struct gp_ctx *ctx);
 /* The mode of device's pool (created if need be), enum gp_dev_mode. */

@@ -84,7 +84,7 @@ static uint64_t gp_dpool_seg_cap(const struct gp_ctx *ctx,
 				 const struct gp_dpool *p)
 {
 	uint64_t m = p->limit ? p->limit : p->total_mem;
-	uint64_t cap = ctx->opt.dev_initial_segment;
+	uint64_t cap = ctx->dev->initial_segment;
 
 	if (!m)
 		return GP_DEV_MAX_SEG;

@@ -67,11 +67,11 @@ static bool gp_vmm_before_growth(struct gp_ctx *ctx, struct gp_dpool *p,
 
 	if (used > p->used_hw)
 		p->used_hw = used;
-	if (!need || ctx->dev_headroom_ppm == UINT64_MAX)
+	if (!need || ctx->dev->headroom_ppm == UINT64_MAX)
 		return false;
 	/* used_hw * ppm / 10^6 without overflow (ppm <= 10^7) */
-	room = p->used_hw / 1000000 * ctx->dev_headroom_ppm +
-	       p->used_hw % 1000000 * ctx->dev_headroom_ppm / 1000000;
+	room = p->used_hw / 1000000 * ctx->dev->headroom_ppm +
+	       p->used_hw % 1000000 * ctx->dev->headroom_ppm / 1000000;
 	budget = p->used_hw + (room > p->gran ? room : p->gran);
 	if (p->st.mapped + need <= budget)
 		return false;
