@@ -124,15 +124,6 @@ static int gp_check_options(const struct gp_options *o)
 	return 0;
 }
 
-int gp_strict_node_error(struct gp_ctx *ctx, const char *what,
-			 const char *nodes)
-{
-	return gp_err(ctx, -ENODEV,
-		      "%s on NUMA node %d, and GP_OPEN_NUMA_STRICT "
-		      "allows no other (nodes that can serve: %s)",
-		      what, ctx->numa_node, *nodes ? nodes : "none");
-}
-
 static int gp_pick_backend(struct gp_ctx *ctx)
 {
 	int ret;

@@ -29,7 +29,6 @@ struct gp_backend_ops {
 		   bool keep_fd);
 	void (*unmap)(struct gp_ctx *ctx, struct gp_seg *seg);
 	int (*export_fd)(struct gp_ctx *ctx, struct gp_seg *seg, int *fd);
-	int (*import_fd)(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
 	/* The unit of host memory: the page, or gpupool.ko's granularity
 	 * when that is larger.
 	 */
@@ -48,13 +47,22 @@ extern const struct gp_backend_ops gp_backend_kernel;
  * the error is the context's too.
  */
 int gp_kernel_probe(struct gp_ctx *ctx, bool forced, char *why, size_t len);
-/* kernel.c, for both backends' import: map a chunk descriptor from
- * GPUPOOL_IOC_EXPORT; -ENOTTY if fd is not one.
+/*
+ * A descriptor exported by another process, mapped whichever backend is
+ * open: a process on the kernel backend exports chunks, one on the user
+ * backend memfds.  host/share.c decides which (a chunk first, then a
+ * memfd); neither backend calls the other.  The segment is unmapped by
+ * the open backend's unmap, as any other.
+ */
+/* kernel.c: a chunk descriptor from GPUPOOL_IOC_EXPORT; -ENOTTY (no
+ * message) if fd is not one.
  */
 int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
+/* user.c: a memfd sealed against shrinking, mapped and mlocked. */
+int gp_user_import_memfd(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
 
-/* ctx.c: GP_OPEN_NUMA_STRICT to a node that cannot serve it: -ENODEV at
- * open, naming the nodes that can (nodes: their list, "0-1,3").
+/* backend.c: GP_OPEN_NUMA_STRICT to a node that cannot serve it: -ENODEV
+ * at open, naming the nodes that can (nodes: their list, "0-1,3").
  */
 int gp_strict_node_error(struct gp_ctx *ctx, const char *what,
 			 const char *nodes);

@@ -14,7 +14,7 @@
  * On open the library asks GPUPOOL_IOC_VERSION and refuses a module it
  * cannot talk to, saying which side is too old.  Exported chunks are
  * descriptors of their own (GPUPOOL_IOC_EXPORT); an importer sizes them with
- * GPUPOOL_IOC_CHUNK_INFO.  Either backend imports either kind of descriptor.
+ * GPUPOOL_IOC_CHUNK_INFO, on either backend (host/share.c decides).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -169,6 +169,17 @@ int gp_kernel_probe(struct gp_ctx *ctx, bool forced, char *why, size_t len)
 	return 0;
 }
 
+static void gp_kernel_close(struct gp_ctx *ctx)
+{
+	struct gp_kernel *k = gp_kernel_of(ctx);
+
+	if (!k)
+		return;
+	close(k->fd);
+	free(k);
+	ctx->backend_data = NULL;
+}
+
 /* The probe has opened the device; a strict node must have a sub-pool. */
 static int gp_kernel_open(struct gp_ctx *ctx)
 {
@@ -185,19 +196,8 @@ static int gp_kernel_open(struct gp_ctx *ctx)
 		if ((mask >> i) & 1)
 			len += (size_t)snprintf(nodes + len, sizeof(nodes) - len,
 						"%s%d", len ? "," : "", i);
-	ctx->ops->close(ctx);
+	gp_kernel_close(ctx);
 	return gp_strict_node_error(ctx, "gpupool.ko has no sub-pool", nodes);
-}
-
-static void gp_kernel_close(struct gp_ctx *ctx)
-{
-	struct gp_kernel *k = gp_kernel_of(ctx);
-
-	if (!k)
-		return;
-	close(k->fd);
-	free(k);
-	ctx->backend_data = NULL;
 }
 
 static uint64_t gp_kernel_granularity(const struct gp_ctx *ctx)
@@ -507,7 +507,7 @@ static int gp_kernel_export(struct gp_ctx *ctx, struct gp_seg *seg, int *fd)
 	return 0;
 }
 
-/* Map an exported chunk descriptor (used by both backends). */
+/* Map an exported chunk descriptor, whichever backend is open. */
 int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 {
 	struct gpupool_chunk_info ci;
@@ -528,17 +528,6 @@ int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 	return 0;
 }
 
-static int gp_kernel_import(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
-{
-	int ret = gp_kernel_import_chunk(ctx, fd, seg);
-
-	if (ret != -ENOTTY)
-		return ret;
-	/* A memfd exported by a process on the user backend. */
-	ret = gp_backend_user.import_fd(ctx, fd, seg);
-	return ret;
-}
-
 const struct gp_backend_ops gp_backend_kernel = {
 	.name = "kernel",
 	.open = gp_kernel_open,
@@ -546,7 +535,6 @@ const struct gp_backend_ops gp_backend_kernel = {
 	.map = gp_kernel_map,
 	.unmap = gp_kernel_unmap,
 	.export_fd = gp_kernel_export,
-	.import_fd = gp_kernel_import,
 	.granularity = gp_kernel_granularity,
 	.info = gp_kernel_info,
 	.why = gp_kernel_why,

@@ -513,7 +513,8 @@ static int gp_user_export(struct gp_ctx *ctx, struct gp_seg *seg, int *fd)
 	return 0;
 }
 
-static int gp_user_import(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
+/* Map a memfd another process exported, whichever backend is open. */
+int gp_user_import_memfd(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 {
 	struct stat st;
 	void *addr;
@@ -521,12 +522,6 @@ static int gp_user_import(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 
 	if (fstat(fd, &st))
 		return gp_err(ctx, -errno, "import: fstat: %s", strerror(errno));
-	if (!S_ISREG(st.st_mode)) {
-		/* A chunk exported by a process on the kernel backend? */
-		e = gp_kernel_import_chunk(ctx, fd, seg);
-		if (e != -ENOTTY)
-			return e;
-	}
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0)
 		return gp_err(ctx, -EINVAL,
 			      "import: descriptor %d is not a gpupool buffer",
@@ -567,6 +562,5 @@ const struct gp_backend_ops gp_backend_user = {
 	.map = gp_user_map,
 	.unmap = gp_user_unmap,
 	.export_fd = gp_user_export,
-	.import_fd = gp_user_import,
 	.granularity = gp_user_granularity,
 };

@@ -10,6 +10,19 @@
 
 #include "pools.h"
 
+/*
+ * Map a descriptor from another process, whatever backend it came from
+ * and whichever this context has: a gpupool.ko chunk (exported on the
+ * kernel backend) first, then a memfd (the user backend's).  The one
+ * place that decides; the backends only map what they are given.
+ */
+static int gp_import_map(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
+{
+	int ret = gp_kernel_import_chunk(ctx, fd, seg);
+
+	return ret == -ENOTTY ? gp_user_import_memfd(ctx, fd, seg) : ret;
+}
+
 GP_API int gp_host_export(struct gp_ctx *ctx, void *ptr, int *fd)
 {
 	struct gp_seg *seg;
@@ -57,7 +70,7 @@ GP_API int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size)
 	seg->fd = -1;
 	seg->kind = GP_SEG_IMPORT;
 	pthread_mutex_lock(&ctx->host->lock);
-	ret = ctx->ops->import_fd(ctx, fd, seg);
+	ret = gp_import_map(ctx, fd, seg);
 	if (ret)
 		goto out_free;
 	/* An import is mapped like a segment: host_limit counts it. */
