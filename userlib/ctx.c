@@ -68,7 +68,7 @@ static int gp_apply_env(struct gp_ctx *ctx)
 		else if (!strcmp(b, "user"))
 			o->backend = GP_BACKEND_USER;
 		else if (strcmp(b, "auto"))
-			return gp_err(NULL, -EINVAL,
+			return gp_err(ctx, -EINVAL,
 				      "GPUPOOL_BACKEND=%s: expected kernel, user or auto", b);
 	}
 	b = getenv("GPUPOOL_DEV_MODE");
@@ -76,7 +76,7 @@ static int gp_apply_env(struct gp_ctx *ctx)
 		if (!strcmp(b, "segments"))
 			o->flags |= GP_OPEN_DEV_SEGMENTS;
 		else if (strcmp(b, "auto"))
-			return gp_err(NULL, -EINVAL,
+			return gp_err(ctx, -EINVAL,
 				      "GPUPOOL_DEV_MODE=%s: expected segments or auto", b);
 	}
 	if (gp_env_true("GPUPOOL_REQUIRE_CUDA"))
@@ -86,7 +86,7 @@ static int gp_apply_env(struct gp_ctx *ctx)
 		int pol = bfc_policy_parse(b);
 
 		if (pol < 0)
-			return gp_err(NULL, -EINVAL,
+			return gp_err(ctx, -EINVAL,
 				      "GPUPOOL_POLICY=%s: expected tf, exact, seg, half or age", b);
 		o->placement = GP_PLACEMENT_TF + pol;
 	}
@@ -97,30 +97,31 @@ static int gp_apply_env(struct gp_ctx *ctx)
 	return 0;
 }
 
-static int gp_check_options(const struct gp_options *o)
+static int gp_check_options(struct gp_ctx *ctx)
 {
+	const struct gp_options *o = &ctx->opt;
 	unsigned int i;
 
 	if (o->flags & ~GP_OPEN_VALID_FLAGS)
-		return gp_err(NULL, -EINVAL, "gp_open: unknown flags %#x",
+		return gp_err(ctx, -EINVAL, "gp_open: unknown flags %#x",
 			      o->flags & ~GP_OPEN_VALID_FLAGS);
 	if (o->backend < GP_BACKEND_AUTO || o->backend > GP_BACKEND_USER)
-		return gp_err(NULL, -EINVAL, "gp_open: unknown backend %d", o->backend);
+		return gp_err(ctx, -EINVAL, "gp_open: unknown backend %d", o->backend);
 	if (o->placement < GP_PLACEMENT_DEFAULT || o->placement > GP_PLACEMENT_AGE)
-		return gp_err(NULL, -EINVAL, "gp_open: unknown placement %d", o->placement);
+		return gp_err(ctx, -EINVAL, "gp_open: unknown placement %d", o->placement);
 	if (o->numa_node < GP_NUMA_NEAR_GPU)
-		return gp_err(NULL, -EINVAL, "gp_open: bad numa_node %d", o->numa_node);
+		return gp_err(ctx, -EINVAL, "gp_open: bad numa_node %d", o->numa_node);
 	if (o->host_small_segment &&
 	    (o->host_small_segment < GP_HOST_SMALL_MAX ||
 	     o->host_small_segment > GP_SIZE_MAX))
-		return gp_err(NULL, -EINVAL,
+		return gp_err(ctx, -EINVAL,
 			      "gp_open: host_small_segment must be at least 1 MiB and at most 2^62");
 	if ((o->flags & GP_OPEN_REQUIRE_CUDA) && (o->flags & GP_OPEN_NO_CUDA))
-		return gp_err(NULL, -EINVAL,
+		return gp_err(ctx, -EINVAL,
 			      "gp_open: GP_OPEN_REQUIRE_CUDA with GP_OPEN_NO_CUDA");
 	for (i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++)
 		if (o->reserved[i])
-			return gp_err(NULL, -EINVAL, "gp_open: reserved fields must be 0");
+			return gp_err(ctx, -EINVAL, "gp_open: reserved fields must be 0");
 	return 0;
 }
 
@@ -162,10 +163,114 @@ static void gp_why_rooms(const struct gp_ctx *ctx, char *why, size_t len)
 	gp_why_add(why, len, gp_cuda_why(ctx));
 }
 
+/* The steps of gp_open ------------------------------------------------------- */
+
+/* The options after the environment, checked and completed. */
+static int gp_open_options(struct gp_ctx *ctx)
+{
+	int ret = gp_check_options(ctx);
+
+	if (!ret)
+		ret = gp_apply_env(ctx);
+	if (ret)
+		return ret;
+	if (!ctx->opt.host_small_segment)
+		ctx->opt.host_small_segment = 2 * GP_MIB;
+	ctx->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+	return 0;
+}
+
+/* CUDA first of the rooms: GP_NUMA_NEAR_GPU and the device pools need it. */
+static int gp_open_cuda(struct gp_ctx *ctx)
+{
+	if (ctx->opt.flags & GP_OPEN_NO_CUDA)
+		gp_cuda_off(ctx, "CUDA disabled by GP_OPEN_NO_CUDA");
+	else
+		gp_cuda_load(ctx, ctx->opt.cudart);
+	ctx->opt.cudart = NULL;		/* not kept: the caller owns it */
+	gp_debug(ctx, "%s", gp_cuda_why(ctx));
+	if (!gp_cuda_usable(ctx) && (ctx->opt.flags & GP_OPEN_REQUIRE_CUDA)) {
+		gp_cuda_unload(ctx);
+		return gp_err(ctx, -ENODEV,
+			      "CUDA is required (GPUPOOL_REQUIRE_CUDA / GP_OPEN_REQUIRE_CUDA) "
+			      "but not usable: %s", gp_cuda_why(ctx));
+	}
+	return 0;
+}
+
+/* The NUMA node host memory goes to, then the backend that places it. */
+static int gp_open_backend(struct gp_ctx *ctx)
+{
+	char why[sizeof(((struct gp_info *)0)->why)] = "";
+	int ret;
+
+	ctx->numa_node = ctx->opt.numa_node;
+	if (ctx->numa_node == GP_NUMA_NEAR_GPU) {
+		ctx->numa_node = gp_cuda_numa_node(ctx, ctx->opt.numa_device);
+		if (ctx->numa_node < 0)
+			gp_debug(ctx, "NUMA node of GPU %d unknown; no placement",
+				 ctx->opt.numa_device);
+	}
+	ret = gp_pick_backend(ctx);
+	if (ret)
+		return ret;
+	gp_why_rooms(ctx, why, sizeof(why));
+	gp_debug(ctx, "backend %s (%s), NUMA node %d", ctx->ops->name, why,
+		 ctx->numa_node);
+	return 0;
+}
+
+static void gp_close_backend(struct gp_ctx *ctx)
+{
+	ctx->ops->close(ctx);
+}
+
+/*
+ * gp_open's steps, in order: each needs only those before it, and one
+ * that fails leaves nothing of itself behind, its message on the context.
+ * gp_close, and gp_open when a step fails, undo the steps done in the
+ * reverse order.
+ */
+static const struct gp_open_step {
+	const char *name;
+	int (*open)(struct gp_ctx *ctx);
+	void (*close)(struct gp_ctx *ctx);	/* NULL: nothing to undo */
+} gp_open_steps[] = {
+	{ "options", gp_open_options, NULL },
+	{ "CUDA", gp_open_cuda, gp_cuda_unload },
+	{ "device pools", gp_dev_init, gp_dev_fini },
+	{ "backend", gp_open_backend, gp_close_backend },
+	{ "host pools", gp_host_init, gp_host_fini },
+};
+#define GP_OPEN_STEPS	(sizeof(gp_open_steps) / sizeof(gp_open_steps[0]))
+
+/* The test hook (internal.h). */
+unsigned int gp_open_fail_step;
+
+/* Step i of gp_open (i == GP_OPEN_STEPS: none, after the last). */
+static int gp_open_step(struct gp_ctx *ctx, unsigned int i)
+{
+	if (gp_open_fail_step == i + 1)
+		return gp_err(ctx, -ENOMEM, "gp_open: %s: failure injected (test hook)",
+			      i < GP_OPEN_STEPS ? gp_open_steps[i].name :
+			      "after the last step");
+	return i < GP_OPEN_STEPS ? gp_open_steps[i].open(ctx) : 0;
+}
+
+/* Undo the first n steps of gp_open, the last first; free the context. */
+static void gp_ctx_release(struct gp_ctx *ctx, unsigned int n)
+{
+	while (n--)
+		if (gp_open_steps[n].close)
+			gp_open_steps[n].close(ctx);
+	pthread_mutex_destroy(&ctx->err_lock);
+	free(ctx);
+}
+
 GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 {
 	struct gp_ctx *ctx;
-	char why[sizeof(((struct gp_info *)0)->why)] = "";
+	unsigned int i;
 	size_t n;
 	int ret;
 
@@ -175,6 +280,7 @@ GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return gp_err(NULL, -ENOMEM, "gp_open: out of memory");
+	pthread_mutex_init(&ctx->err_lock, NULL);
 	gp_options_init(&ctx->opt);
 	if (opts) {
 		n = opts->size && opts->size < sizeof(ctx->opt) ? opts->size :
@@ -182,86 +288,26 @@ GP_API int gp_open(const struct gp_options *opts, struct gp_ctx **out)
 		memcpy(&ctx->opt, opts, n);
 		ctx->opt.size = sizeof(ctx->opt);
 	}
-	pthread_mutex_init(&ctx->err_lock, NULL);
-	ret = gp_check_options(&ctx->opt);
-	if (!ret)
-		ret = gp_apply_env(ctx);
-	if (ret)
-		goto out_free;
-	if (!ctx->opt.host_small_segment)
-		ctx->opt.host_small_segment = 2 * GP_MIB;
-	ctx->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
-	if (gp_host_create(ctx)) {
-		ret = gp_err(NULL, -ENOMEM, "gp_open: out of memory");
-		goto out_free;
-	}
-
-	/* CUDA first: GP_NUMA_NEAR_GPU needs it. */
-	if (ctx->opt.flags & GP_OPEN_NO_CUDA)
-		gp_cuda_off(ctx, "CUDA disabled by GP_OPEN_NO_CUDA");
-	else
-		gp_cuda_load(ctx, ctx->opt.cudart);
-	ctx->opt.cudart = NULL;		/* not kept: the caller owns it */
-	gp_debug(ctx, "%s", gp_cuda_why(ctx));
-	if (!gp_cuda_usable(ctx) && (ctx->opt.flags & GP_OPEN_REQUIRE_CUDA)) {
-		ret = gp_err(NULL, -ENODEV,
-			     "CUDA is required (GPUPOOL_REQUIRE_CUDA / GP_OPEN_REQUIRE_CUDA) "
-			     "but not usable: %s", gp_cuda_why(ctx));
-		goto out_free;
-	}
-
-	ctx->numa_node = ctx->opt.numa_node;
-	if (ctx->numa_node == GP_NUMA_NEAR_GPU) {
-		ctx->numa_node = gp_cuda_numa_node(ctx, ctx->opt.numa_device);
-		if (ctx->numa_node < 0)
-			gp_debug(ctx, "NUMA node of GPU %d unknown; no placement",
-				 ctx->opt.numa_device);
-	}
-
-	ret = gp_pick_backend(ctx);
-	if (ret) {
-		/* The backend put its message on the context. */
-		gp_err(NULL, ret, "%s", ctx->err);
-		goto out_free;
-	}
-	gp_why_rooms(ctx, why, sizeof(why));
-	gp_debug(ctx, "backend %s (%s), NUMA node %d", ctx->ops->name, why,
-		 ctx->numa_node);
-	ret = gp_host_init(ctx);
-	if (ret) {
-		gp_err(NULL, ret, "%s", ctx->err);
-		goto out_close;
-	}
-	ret = gp_dev_init(ctx);
-	if (ret) {
-		gp_err(NULL, ret, "%s", ctx->err);
-		goto out_close;
+	for (i = 0; i <= GP_OPEN_STEPS; i++) {
+		ret = gp_open_step(ctx, i);
+		if (ret) {
+			/* The step's message is the open's. */
+			gp_err(NULL, ret, "%s", ctx->err);
+			gp_ctx_release(ctx, i);
+			return ret;
+		}
 	}
 	ctx->err[0] = 0;
 	*out = ctx;
 	return 0;
-
-out_close:
-	gp_host_fini(ctx);
-	ctx->ops->close(ctx);
-out_free:
-	gp_host_fini(ctx);
-	pthread_mutex_destroy(&ctx->err_lock);
-	free(ctx);
-	return ret;
 }
 
 GP_API void gp_close(struct gp_ctx *ctx)
 {
 	if (!ctx)
 		return;
-	gp_dev_fini(ctx);
-	gp_io_fini(ctx);
-	gp_host_fini(ctx);
-	ctx->ops->close(ctx);
-	gp_cuda_unload(ctx);
-	pthread_mutex_destroy(&ctx->err_lock);
-	free(ctx);
+	gp_io_fini(ctx);	/* made on first use, after the open */
+	gp_ctx_release(ctx, GP_OPEN_STEPS);
 }
 
 GP_API int gp_info(struct gp_ctx *ctx, struct gp_info *info)

@@ -86,7 +86,6 @@ void gp_map_each(const struct gp_map *m, void (*fn)(void *arg, uint64_t key,
 struct gp_ctx {
 	struct gp_options opt;		/* after defaults and environment */
 	bool debug;
-	bool require_cuda;
 	int backend;			/* GP_BACKEND_KERNEL / USER */
 	const struct gp_backend_ops *ops;
 	void *backend_data;		/* the backend's own state (backend/) */
@@ -107,6 +106,13 @@ struct gp_ctx {
 	pthread_mutex_t err_lock;
 	char err[512];
 };
+
+/* ctx.c, a test hook (tests/lib/open_steps.c): gp_open fails with -ENOMEM
+ * as if its step number n had (from 1; one past the last: after all of
+ * them); 0, as everywhere but in that test: never.  Hidden, as every
+ * internal symbol is.
+ */
+extern unsigned int gp_open_fail_step;
 
 /* log.c */
 void gp_debug(struct gp_ctx *ctx, const char *fmt, ...)

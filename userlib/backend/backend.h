@@ -33,6 +33,10 @@ struct gp_backend_ops {
 	 * when that is larger.
 	 */
 	uint64_t (*granularity)(const struct gp_ctx *ctx);
+	/* What this process may lock, for gp_host_stats (NULL: nothing
+	 * counts against such a limit).
+	 */
+	uint64_t (*memlock_limit)(const struct gp_ctx *ctx);
 	/* Its part of gp_info (NULL: none). */
 	void (*info)(struct gp_ctx *ctx, struct gp_info *info);
 	/* Its words for gp_info's why (NULL: nothing to say). */

@@ -177,8 +177,8 @@ static int gp_user_open(struct gp_ctx *ctx)
 	if (!u)
 		return gp_err(ctx, -ENOMEM, "gp_open: out of memory");
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
-		gp_host_set_memlock_limit(ctx, rl.rlim_cur == RLIM_INFINITY ?
-					  UINT64_MAX : rl.rlim_cur);
+		u->memlock_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX :
+				   rl.rlim_cur;
 	u->hugetlb_ok = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES);
 	u->populate_threads = gp_populate_threads_default(&u->populate_threads_set);
 	u->shmem_thp = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES) &&
@@ -190,6 +190,11 @@ static int gp_user_open(struct gp_ctx *ctx)
 static uint64_t gp_user_granularity(const struct gp_ctx *ctx)
 {
 	return ctx->page_size;
+}
+
+static uint64_t gp_user_memlock_limit(const struct gp_ctx *ctx)
+{
+	return gp_user_of(ctx)->memlock_limit;
 }
 
 static void gp_user_close(struct gp_ctx *ctx)
@@ -563,4 +568,5 @@ const struct gp_backend_ops gp_backend_user = {
 	.unmap = gp_user_unmap,
 	.export_fd = gp_user_export,
 	.granularity = gp_user_granularity,
+	.memlock_limit = gp_user_memlock_limit,
 };

@@ -12,6 +12,7 @@
 
 /* ctx->backend_data. */
 struct gp_user {
+	uint64_t memlock_limit;		/* RLIMIT_MEMLOCK at open (0: unknown) */
 	unsigned int populate_threads;	/* faulting in a segment */
 	bool populate_threads_set;	/* GPUPOOL_POPULATE_THREADS given */
 	bool shmem_thp;			/* shmem THP allowed */

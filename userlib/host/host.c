@@ -369,35 +369,31 @@ int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,
 
 /* Set up / tear down --------------------------------------------------------- */
 
-int gp_host_create(struct gp_ctx *ctx)
+int gp_host_init(struct gp_ctx *ctx)
 {
 	struct gp_host *h = calloc(1, sizeof(*h));
+	struct bfc_params p;
+	int kind;
 
 	if (!h)
-		return -ENOMEM;
+		return gp_err(ctx, -ENOMEM, "gp_open: out of memory");
 	pthread_mutex_init(&h->lock, NULL);
 	gp_list_init(&h->segs);
 	gp_list_init(&h->idle);
+	h->gran = ctx->ops->granularity(ctx);
+	if (ctx->ops->memlock_limit)
+		h->st.memlock_limit = ctx->ops->memlock_limit(ctx);
 	ctx->host = h;
-	return 0;
-}
-
-int gp_host_init(struct gp_ctx *ctx)
-{
-	struct bfc_params p;
-	int ret;
-
-	ctx->host->gran = ctx->ops->granularity(ctx);
-	bfc_params_default(&p, GP_HOST_SMALL_GRAN);
-	p.policy = gp_bfc_policy(ctx);
-	ret = bfc_create(&ctx->host->hp[GP_POOL_SMALL].b, &p);
-	if (ret)
-		return gp_err(ctx, -ENOMEM, "cannot create the small host pool");
-	bfc_params_default(&p, ctx->host->gran);
-	p.policy = gp_bfc_policy(ctx);
-	ret = bfc_create(&ctx->host->hp[GP_POOL_LARGE].b, &p);
-	if (ret)
-		return gp_err(ctx, -ENOMEM, "cannot create the large host pool");
+	for (kind = 0; kind < GP_NR_HPOOLS; kind++) {
+		bfc_params_default(&p, kind == GP_POOL_SMALL ? GP_HOST_SMALL_GRAN :
+				   h->gran);
+		p.policy = gp_bfc_policy(ctx);
+		if (bfc_create(&h->hp[kind].b, &p)) {
+			gp_host_fini(ctx);
+			return gp_err(ctx, -ENOMEM, "cannot create the %s host pool",
+				      kind == GP_POOL_SMALL ? "small" : "large");
+		}
+	}
 	return 0;
 }
 
@@ -445,11 +441,6 @@ void gp_host_mapped(struct gp_ctx *ctx)
 void gp_host_unmapped(struct gp_ctx *ctx)
 {
 	ctx->host->st.unmap_calls++;
-}
-
-void gp_host_set_memlock_limit(struct gp_ctx *ctx, uint64_t limit)
-{
-	ctx->host->st.memlock_limit = limit;
 }
 
 void gp_host_info(struct gp_ctx *ctx, struct gp_info *info)

@@ -39,9 +39,9 @@ struct gp_seg {
 #define GP_SEG_OWN	0x10	/* GP_HOST_SHARED buffer: a segment of its own */
 #define GP_SEG_IMPORT	0x11	/* mapped by gp_host_import() */
 
-/* ctx->host, before the backend opens (it reports its figures); -ENOMEM. */
-int gp_host_create(struct gp_ctx *ctx);
-/* The pools' cores, once the backend is open. */
+/* ctx->host and the pools' cores, once the backend is open (its
+ * granularity is theirs); on failure nothing is left.  -ENOMEM.
+ */
 int gp_host_init(struct gp_ctx *ctx);
 /* Every segment back to the backend, and ctx->host freed. */
 void gp_host_fini(struct gp_ctx *ctx);
@@ -66,10 +66,9 @@ int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,
  */
 int gp_host_lookup(struct gp_ctx *ctx, uint64_t addr, uint64_t *base);
 
-/* The backends' figures for gp_host_stats (host_lock held, or at open). */
+/* The backends' figures for gp_host_stats (host_lock held). */
 void gp_host_mapped(struct gp_ctx *ctx);
 void gp_host_unmapped(struct gp_ctx *ctx);
-void gp_host_set_memlock_limit(struct gp_ctx *ctx, uint64_t limit);
 
 /* The host's part of gp_info: the granularity, huge pages, the CUDA state,
  * and its reason first in info->why (empty before) when host memory is not
