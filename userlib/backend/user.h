@@ -24,6 +24,16 @@ static inline struct gp_user *gp_user_of(const struct gp_ctx *ctx)
 	return ctx->backend_data;
 }
 
+/* user_node.c */
+/* GP_OPEN_NUMA_STRICT at open: -ENODEV (message set) when the node cannot
+ * serve this process.
+ */
+int gp_user_node_check(struct gp_ctx *ctx);
+/* Place a fresh mapping on the context's node (mbind); an error only when
+ * the node is strict.
+ */
+int gp_user_bind(struct gp_ctx *ctx, void *addr, uint64_t size);
+
 /* user_populate.c */
 /* How many threads may fault in a segment (see there). */
 unsigned int gp_populate_threads_default(bool *set);
