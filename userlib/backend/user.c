@@ -225,48 +225,81 @@ static int gp_user_map_anon(struct gp_ctx *ctx, struct gp_seg *seg,
 	return gp_user_settle(ctx, seg, addr, size, ret);
 }
 
-static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
-		       bool keep_fd)
+/* A memfd of size bytes (of 2 MiB hugetlb pages when huge), sealable,
+ * mapped shared: 0 or -errno, nothing left on failure.
+ */
+static int gp_user_memfd(uint64_t size, bool huge, int *fd, void **addr)
 {
-	bool huge = gp_user_of(ctx)->hugetlb_ok && size % GP_HUGE_PAGE == 0;
-	unsigned int threads;
-	void *addr;
-	int fd = -1, e, ret;
+	unsigned int flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+	int e;
 
-	if (gp_over_fsize(size)) {
-		if (!keep_fd)
-			return gp_user_map_anon(ctx, seg, size);
-		return gp_err(ctx, -EFBIG,
-			      "a shareable buffer of %llu bytes is a file over this process's file size limit (RLIMIT_FSIZE, ulimit -f)",
-			      (unsigned long long)size);
+	if (huge)
+		flags |= MFD_HUGETLB | MFD_HUGE_2MB;
+	*fd = memfd_create("gpupool", flags);
+	if (*fd < 0)
+		return -errno;
+	if (ftruncate(*fd, (off_t)size) == 0) {
+		*addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+		if (*addr != MAP_FAILED)
+			return 0;
 	}
-retry:
-	threads = huge ? 1 : gp_populate_threads(ctx, size);
-	if (threads > 1 && !keep_fd)
-		return gp_user_map_parts(ctx, seg, size, threads);
-	addr = MAP_FAILED;
-	for (;;) {
-		unsigned int mfd = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+	e = errno;
+	close(*fd);
+	return -e;
+}
 
-		if (huge)
-			mfd |= MFD_HUGETLB | MFD_HUGE_2MB;
-		fd = memfd_create("gpupool", mfd);
-		if (fd >= 0 && ftruncate(fd, (off_t)size) == 0)
-			addr = mmap(NULL, size, PROT_READ | PROT_WRITE,
-				    MAP_SHARED, fd, 0);
-		if (addr != MAP_FAILED)
-			break;
-		e = errno;
-		if (fd >= 0)
-			close(fd);
-		if (!huge)
-			return gp_err(ctx, -e, "mapping %llu bytes of memfd: %s",
-				      (unsigned long long)size, strerror(e));
+/*
+ * Pin a segment whose pages are not locked yet: 0, or 1 when they are
+ * huge pages that could not be faulted in (the caller tries normal
+ * pages), or an error with its message.
+ */
+static int gp_user_mlock(struct gp_ctx *ctx, void *addr, uint64_t size,
+			 bool huge)
+{
+	int e;
+
+	if (!gp_mlock(addr, size))
+		return 0;
+	e = errno;
+	if (huge && (e == ENOMEM || e == EAGAIN)) {
+		/* Huge pages are reserved when mapped but taken when
+		 * faulted, and mbind may allow only nodes that have none
+		 * left (GP_OPEN_NUMA_STRICT): the fault fails (SIGBUS: mlock
+		 * says ENOMEM; out of memory: EAGAIN).  Normal pages are
+		 * tried (if RLIMIT_MEMLOCK was the reason, they fail too,
+		 * and say so).
+		 */
+		gp_debug(ctx, "huge pages of %llu bytes not faulted in (%s); using normal pages",
+			 (unsigned long long)size, strerror(e));
+		return 1;
+	}
+	return (e == ENOMEM || e == EPERM || e == EAGAIN) ?
+	       gp_memlock_error(ctx, e, size) :
+	       gp_err(ctx, -e, "mlock: %s", strerror(e));
+}
+
+/*
+ * A segment of one memfd, of hugetlb pages when huge (faulted in by
+ * mlock) or of normal ones (by gp_lock_populate() from `threads`
+ * threads): 0, or 1 when huge pages could not be had (the caller tries
+ * normal pages; nothing is left), or an error with its message.
+ */
+static int gp_user_map_memfd(struct gp_ctx *ctx, struct gp_seg *seg,
+			     uint64_t size, bool huge, bool keep_fd,
+			     unsigned int threads)
+{
+	void *addr;
+	int fd, ret;
+
+	ret = gp_user_memfd(size, huge, &fd, &addr);
+	if (ret && !huge)
+		return gp_err(ctx, ret, "mapping %llu bytes of memfd: %s",
+			      (unsigned long long)size, strerror(-ret));
+	if (ret) {
 		gp_debug(ctx, "no hugetlb pages (%s); using normal pages",
-			 strerror(e));
+			 strerror(-ret));
 		gp_user_of(ctx)->hugetlb_ok = false;
-		huge = false;
-		goto retry;
+		return 1;
 	}
 	gp_host_mapped(ctx);
 	/* The size can never change under a mapping (an importer could
@@ -275,54 +308,51 @@ retry:
 	fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 	if (!huge && !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
 		madvise(addr, size, MADV_HUGEPAGE);	/* transparent ones */
-
 	ret = gp_user_bind(ctx, addr, size);
-	if (ret)
-		goto out_unmap;
-	ret = huge ? 1 : gp_lock_populate(ctx, addr, size, &fd, 1, size,
-						 threads);
-	if (ret < 0)
-		goto out_unmap;
-	if (ret && gp_mlock(addr, size)) {
-		e = errno;
-		if (huge && (e == ENOMEM || e == EAGAIN)) {
-			/* Huge pages are reserved when mapped but taken when
-			 * faulted, and mbind may allow only nodes that have
-			 * none left (GP_OPEN_NUMA_STRICT): the fault fails
-			 * (SIGBUS: mlock says ENOMEM; out of memory: EAGAIN).
-			 * Try normal pages (if RLIMIT_MEMLOCK was the reason,
-			 * they fail too, and say so).
-			 */
-			gp_debug(ctx, "huge pages of %llu bytes not faulted in (%s); using normal pages",
-				 (unsigned long long)size, strerror(e));
-			munmap(addr, size);
-			gp_host_unmapped(ctx);
-			close(fd);
-			huge = false;
-			goto retry;
-		}
-		ret = (e == ENOMEM || e == EPERM || e == EAGAIN) ?
-		      gp_memlock_error(ctx, e, size) :
-		      gp_err(ctx, -e, "mlock: %s", strerror(e));
-		goto out_unmap;
+	if (!ret)
+		ret = huge ? 1 : gp_lock_populate(ctx, addr, size, &fd, 1, size,
+						  threads);
+	if (ret > 0)
+		ret = gp_user_mlock(ctx, addr, size, huge);
+	if (ret) {
+		munmap(addr, size);
+		gp_host_unmapped(ctx);
+		close(fd);
+		return ret;
 	}
 	seg->addr = (uint64_t)(uintptr_t)addr;
 	seg->size = size;
 	seg->huge = huge;
 	seg->locked = true;
-	if (keep_fd) {
-		seg->fd = fd;
-	} else {
-		seg->fd = -1;
+	seg->fd = keep_fd ? fd : -1;
+	if (!keep_fd)
 		close(fd);
-	}
 	return 0;
+}
 
-out_unmap:
-	munmap(addr, size);
-	gp_host_unmapped(ctx);
-	close(fd);
-	return ret;
+static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
+		       bool keep_fd)
+{
+	unsigned int threads;
+	int ret;
+
+	if (gp_over_fsize(size)) {
+		if (!keep_fd)
+			return gp_user_map_anon(ctx, seg, size);
+		return gp_err(ctx, -EFBIG,
+			      "a shareable buffer of %llu bytes is a file over this process's file size limit (RLIMIT_FSIZE, ulimit -f)",
+			      (unsigned long long)size);
+	}
+	/* Hugetlb pages first, for whole 2 MiB pages, until they fail. */
+	if (gp_user_of(ctx)->hugetlb_ok && size % GP_HUGE_PAGE == 0) {
+		ret = gp_user_map_memfd(ctx, seg, size, true, keep_fd, 1);
+		if (ret <= 0)
+			return ret;
+	}
+	threads = gp_populate_threads(ctx, size);
+	if (threads > 1 && !keep_fd)
+		return gp_user_map_parts(ctx, seg, size, threads);
+	return gp_user_map_memfd(ctx, seg, size, false, keep_fd, threads);
 }
 
 /* One part of a segment to unmap, by a thread of its own. */
