@@ -93,70 +93,86 @@ static uint64_t gp_dpool_seg_cap(const struct gp_ctx *ctx,
 	return cap;
 }
 
-int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
-		      struct gp_dstream *ds, uint64_t size)
+/*
+ * The size of the next segment for a request of `rounded` bytes: the
+ * doubling size, at least the request, clipped to what the limit leaves;
+ * -ENOMEM when the limit leaves less than the request.  *grew: the size
+ * had to double to hold it.
+ */
+static int gp_dseg_size(const struct gp_ctx *ctx, struct gp_dpool *p,
+			uint64_t rounded, uint64_t *bytes, bool *grew)
 {
-	uint64_t rounded = gp_round_up(size, GP_DEV_GRAN), bytes, avail = 0;
-	uint64_t cap = gp_dpool_seg_cap(ctx, p);
-	bool increased = false;
-	void *base = NULL;
-	cudaError_t e;
-	int ret, saved;
-	uint32_t rid;
+	uint64_t cap = gp_dpool_seg_cap(ctx, p), avail = 0;
 
-	if (size > GP_SIZE_MAX)
-		return -ENOMEM;		/* rounded would have wrapped */
 	if (p->limit) {
 		avail = p->limit > p->st.reserved ? p->limit - p->st.reserved : 0;
 		if (avail < rounded)
 			return -ENOMEM;
 	}
-	bytes = p->st.next_segment;
-	while (bytes < rounded && bytes < GP_DEV_MAX_SEG) {
-		bytes *= 2;
-		increased = true;
+	*grew = false;
+	*bytes = p->st.next_segment;
+	while (*bytes < rounded && *bytes < GP_DEV_MAX_SEG) {
+		*bytes *= 2;
+		*grew = true;
 	}
-	p->st.next_segment = bytes < cap ? bytes : cap;
-	if (bytes < rounded)
-		bytes = rounded;
-	if (p->limit && bytes > avail)
-		bytes = avail & ~(GP_DEV_GRAN - 1);
+	p->st.next_segment = *bytes < cap ? *bytes : cap;
+	if (*bytes < rounded)
+		*bytes = rounded;
+	if (p->limit && *bytes > avail)
+		*bytes = avail & ~(GP_DEV_GRAN - 1);
+	return 0;
+}
+
+/*
+ * cudaMalloc of *bytes on the pool's device, backing off to 90% at a time
+ * down to `rounded` while the device is short of memory; *bytes is what
+ * was had.  0, -ENOMEM, or -EIO (message set) for any other error.
+ */
+static int gp_dseg_malloc(struct gp_ctx *ctx, struct gp_dpool *p,
+			  uint64_t rounded, uint64_t *bytes, void **base)
+{
+	cudaError_t e;
+	int ret, saved;
 
 	ret = gp_cuda_enter(ctx, p->device, &saved);
 	if (ret)
 		return ret;
-	for (;;) {
-		e = gp_cuda_malloc(ctx, &base, bytes);
-		if (e == cudaSuccess)
-			break;
-		if (e != cudaErrorMemoryAllocation) {
-			/* Not a shortage (a broken context, say): trying
-			 * smaller or dropping the cache would not help, and
-			 * ENOMEM would say the wrong thing.
-			 */
-			gp_cuda_leave(ctx, saved);
-			return gp_err(ctx, -EIO, "device %d: cudaMalloc(%llu): %s",
-				      p->device, (unsigned long long)bytes,
-				      gp_cuda_errstr(ctx, e));
-		}
+	while ((e = gp_cuda_malloc(ctx, base, *bytes)) == cudaErrorMemoryAllocation) {
 		p->st.malloc_refusals++;
 		gp_debug(ctx, "device %d: cudaMalloc(%llu) refused: %s", p->device,
-			 (unsigned long long)bytes, gp_cuda_errstr(ctx, e));
-		if (bytes == rounded) {
-			gp_cuda_leave(ctx, saved);
-			return -ENOMEM;
-		}
+			 (unsigned long long)*bytes, gp_cuda_errstr(ctx, e));
+		if (*bytes == rounded)
+			break;
 		p->st.backpedals++;
-		bytes = (bytes / 10 * 9) & ~(GP_DEV_GRAN - 1);
-		if (bytes < rounded)
-			bytes = rounded;
+		*bytes = (*bytes / 10 * 9) & ~(GP_DEV_GRAN - 1);
+		if (*bytes < rounded)
+			*bytes = rounded;
 	}
 	gp_cuda_leave(ctx, saved);
-	p->st.cuda_mallocs++;
-	/* Unlikely failures: host memory for metadata.  The segment goes
-	 * back at once, and only it (the pool's other free segments stay
-	 * cached).
+	if (e == cudaSuccess) {
+		p->st.cuda_mallocs++;
+		return 0;
+	}
+	if (e == cudaErrorMemoryAllocation)
+		return -ENOMEM;
+	/* Not a shortage (a broken context, say): trying smaller or
+	 * dropping the cache would not help, and ENOMEM would say the wrong
+	 * thing.
 	 */
+	return gp_err(ctx, -EIO, "device %d: cudaMalloc(%llu): %s", p->device,
+		      (unsigned long long)*bytes, gp_cuda_errstr(ctx, e));
+}
+
+/* A new segment becomes a region of ds's core.  Only host memory for the
+ * metadata can fail: the segment goes back at once, and only it (the
+ * pool's other free segments stay cached).
+ */
+static int gp_dseg_add(struct gp_ctx *ctx, struct gp_dpool *p,
+		       struct gp_dstream *ds, void *base, uint64_t bytes)
+{
+	uint32_t rid;
+	int ret;
+
 	ret = bfc_add_region(ds->b, (uint64_t)(uintptr_t)base, bytes, &rid);
 	if (!ret) {
 		ret = gp_map_put(&ds->segs, (uint64_t)(uintptr_t)base,
@@ -173,10 +189,30 @@ int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
 	if (p->st.reserved > p->st.peak_reserved)
 		p->st.peak_reserved = p->st.reserved;
 	p->st.segments++;
+	return 0;
+}
+
+int gp_dstream_extend(struct gp_ctx *ctx, struct gp_dpool *p,
+		      struct gp_dstream *ds, uint64_t size)
+{
+	uint64_t rounded = gp_round_up(size, GP_DEV_GRAN), bytes;
+	void *base = NULL;
+	bool grew;
+	int ret;
+
+	if (size > GP_SIZE_MAX)
+		return -ENOMEM;		/* rounded would have wrapped */
+	ret = gp_dseg_size(ctx, p, rounded, &bytes, &grew);
+	if (!ret)
+		ret = gp_dseg_malloc(ctx, p, rounded, &bytes, &base);
+	if (!ret)
+		ret = gp_dseg_add(ctx, p, ds, base, bytes);
+	if (ret)
+		return ret;
 	/* TensorFlow: a growth that did not have to grow the size to fit
 	 * doubles it for the next one.
 	 */
-	if (!increased && p->st.next_segment * 2 <= cap)
+	if (!grew && p->st.next_segment * 2 <= gp_dpool_seg_cap(ctx, p))
 		p->st.next_segment *= 2;
 	gp_debug(ctx, "device %d: segment %p + %llu for stream %p", p->device,
 		 base, (unsigned long long)bytes, (void *)ds->stream);
