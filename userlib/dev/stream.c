@@ -107,14 +107,75 @@ static void gp_block_release(struct gp_dpool *p, struct gp_dstream *ds,
 	(void)p;
 }
 
+/* An event recorded on each stream of u, into pd (current device). */
+static int gp_pending_record(struct gp_ctx *ctx, struct gp_dpool *p,
+			     struct gp_pending *pd, const struct gp_uses *u)
+{
+	cudaError_t e;
+	uint32_t i;
+
+	for (i = 0; i < u->n; i++) {
+		if (gp_event_get(ctx, p, &pd->ev[pd->nr_ev]))
+			return -ENOMEM;
+		e = gp_cuda_event_record(ctx, pd->ev[pd->nr_ev], u->s[i]);
+		if (e != cudaSuccess) {
+			gp_event_put(ctx, p, pd->ev[pd->nr_ev]);
+			return gp_err(ctx, -EIO, "cudaEventRecord: %s",
+				      gp_cuda_errstr(ctx, e));
+		}
+		pd->nr_ev++;
+	}
+	return 0;
+}
+
+/*
+ * Block h of ds, of size bytes, was used on the streams of u: it waits on
+ * the pending list for an event recorded on each.  When the events cannot
+ * be set up, the streams are waited for instead and the block is free at
+ * once: it is never handed out while they may use it.
+ */
+static void gp_dstream_pend(struct gp_ctx *ctx, struct gp_dpool *p,
+			    struct gp_dstream *ds, bfc_handle_t h,
+			    struct gp_uses *u, uint64_t size)
+{
+	struct gp_pending *pd = calloc(1, sizeof(*pd));
+	bool entered;
+	int ret, saved;
+	uint32_t i;
+
+	if (pd)
+		pd->ev = calloc(u->n, sizeof(*pd->ev));
+	entered = !gp_cuda_enter(ctx, p->device, &saved);
+	ret = pd && pd->ev && entered ? gp_pending_record(ctx, p, pd, u) : -ENOMEM;
+	for (i = 0; ret && i < u->n; i++)
+		gp_cuda_stream_sync(ctx, u->s[i]);
+	if (entered)
+		gp_cuda_leave(ctx, saved);
+	if (ret) {
+		for (i = 0; pd && i < pd->nr_ev; i++)
+			gp_event_put(ctx, p, pd->ev[i]);
+		if (pd)
+			free(pd->ev);
+		free(pd);
+		gp_block_release(p, ds, h, u);
+		return;
+	}
+	u->pending = true;
+	pd->ds = ds;
+	pd->h = h;
+	pd->size = size;
+	pd->next = p->pending;
+	p->pending = pd;
+	p->st.pending_blocks++;
+	p->st.pending_bytes += size;
+}
+
 int gp_dstream_free(struct gp_ctx *ctx, struct gp_dpool *p,
 		    struct gp_dstream *ds, bfc_handle_t h, gp_stream_t stream)
 {
-	struct gp_pending *pd = NULL;
 	struct bfc_chunk_info ci;
 	struct gp_uses *u;
-	uint32_t i;
-	int ret, saved;
+	int ret;
 
 	bfc_chunk_info(ds->b, h, &ci);
 	u = (struct gp_uses *)(uintptr_t)ci.tag;
@@ -130,57 +191,11 @@ int gp_dstream_free(struct gp_ctx *ctx, struct gp_dpool *p,
 	}
 	p->st.in_use -= ci.size;
 	p->st.requested -= ci.requested;
-	if (!u || !u->n) {
+	if (!u || !u->n)
 		/* Only its own stream used it: reusable there at once. */
 		gp_block_release(p, ds, h, u);
-		return 0;
-	}
-
-	pd = calloc(1, sizeof(*pd));
-	if (pd)
-		pd->ev = calloc(u->n, sizeof(*pd->ev));
-	ret = gp_cuda_enter(ctx, p->device, &saved);
-	if (!pd || !pd->ev || ret)
-		goto out_sync;
-	for (i = 0; i < u->n; i++) {
-		cudaError_t e;
-
-		if (gp_event_get(ctx, p, &pd->ev[pd->nr_ev]))
-			goto out_sync;
-		e = gp_cuda_event_record(ctx, pd->ev[pd->nr_ev], u->s[i]);
-		if (e != cudaSuccess) {
-			gp_event_put(ctx, p, pd->ev[pd->nr_ev]);
-			gp_err(ctx, -EIO, "cudaEventRecord: %s", gp_cuda_errstr(ctx, e));
-			goto out_sync;
-		}
-		pd->nr_ev++;
-	}
-	gp_cuda_leave(ctx, saved);
-	u->pending = true;
-	pd->ds = ds;
-	pd->h = h;
-	pd->size = ci.size;
-	pd->next = p->pending;
-	p->pending = pd;
-	p->st.pending_blocks++;
-	p->st.pending_bytes += ci.size;
-	return 0;
-
-out_sync:
-	/* Could not set up the events: wait for the streams instead, so the
-	 * block is never handed out while they may use it.
-	 */
-	for (i = 0; i < u->n; i++)
-		gp_cuda_stream_sync(ctx, u->s[i]);
-	if (pd) {
-		for (i = 0; i < pd->nr_ev; i++)
-			gp_event_put(ctx, p, pd->ev[i]);
-		free(pd->ev);
-		free(pd);
-	}
-	if (!ret)
-		gp_cuda_leave(ctx, saved);
-	gp_block_release(p, ds, h, u);
+	else
+		gp_dstream_pend(ctx, p, ds, h, u, ci.size);
 	return 0;
 }
 
