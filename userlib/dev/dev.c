@@ -180,6 +180,28 @@ static int gp_dpool_alloc(struct gp_ctx *ctx, struct gp_dpool *p,
 	return gp_dpool_grow_try(ctx, p, ds, size, h, addr);
 }
 
+/* Nothing freed enough for size bytes: -ENOMEM, saying how the pool
+ * stands (and with GPUPOOL_DEBUG, its memory map on stderr).
+ */
+static int gp_dpool_oom(struct gp_ctx *ctx, struct gp_dpool *p, uint64_t size)
+{
+	char a[32], b[32], c[32], d[32];
+	int ret;
+
+	p->st.ooms++;
+	ret = gp_err(ctx, -ENOMEM,
+		     "out of memory on device %d: %s asked, %s reserved, %s in "
+		     "use, limit %s%s", p->device,
+		     gp_fmt_bytes(a, sizeof(a), size),
+		     gp_fmt_bytes(b, sizeof(b), p->st.reserved),
+		     gp_fmt_bytes(c, sizeof(c), p->st.in_use),
+		     p->limit ? gp_fmt_bytes(d, sizeof(d), p->limit) : "none",
+		     ctx->debug ? "" : " (GPUPOOL_DEBUG=1 prints the memory map)");
+	if (ctx->debug)
+		gp_dpool_dump(ctx, p, size);
+	return ret;
+}
+
 GP_API int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
 			gp_stream_t stream, void **ptr)
 {
@@ -212,24 +234,10 @@ GP_API int gp_dev_alloc(struct gp_ctx *ctx, int device, size_t size,
 			goto out;
 	}
 	ret = gp_dpool_alloc(ctx, p, ds, size, &h, &addr);
-	if (ret == -EIO)
+	if (ret == -ENOMEM)
+		ret = gp_dpool_oom(ctx, p, size);
+	if (ret)
 		goto out;
-	if (ret) {
-		char a[32], b[32], c[32], d[32];
-
-		p->st.ooms++;
-		ret = gp_err(ctx, -ENOMEM,
-			     "out of memory on device %d: %s asked, %s reserved, %s in "
-			     "use, limit %s%s", device,
-			     gp_fmt_bytes(a, sizeof(a), size),
-			     gp_fmt_bytes(b, sizeof(b), p->st.reserved),
-			     gp_fmt_bytes(c, sizeof(c), p->st.in_use),
-			     p->limit ? gp_fmt_bytes(d, sizeof(d), p->limit) : "none",
-			     ctx->debug ? "" : " (GPUPOOL_DEBUG=1 prints the memory map)");
-		if (ctx->debug)
-			gp_dpool_dump(ctx, p, size);
-		goto out;
-	}
 	bfc_chunk_info(ds->b, h, &ci);
 	p->st.in_use += ci.size;
 	p->st.requested += size;
