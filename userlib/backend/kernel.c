@@ -96,64 +96,86 @@ static void gp_kernel_seg_pages(struct gp_ctx *ctx, struct gp_seg *seg)
 	seg->huge = true;
 }
 
-int gp_kernel_probe(struct gp_ctx *ctx, bool forced, char *why, size_t len)
+/*
+ * /dev/gpupool opened: its descriptor; else -errno, why (len bytes) says
+ * what was wrong and, when the kernel backend was asked for (forced), the
+ * context's message too.
+ */
+static int gp_kernel_open_dev(struct gp_ctx *ctx, bool forced, char *why,
+			      size_t len)
 {
-	struct gpupool_version v;
-	struct gp_kernel *k;
-	int fd, e;
+	int fd = open(GP_DEV_PATH, O_RDWR | O_CLOEXEC), e;
 
-	fd = open(GP_DEV_PATH, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		e = errno;
-		snprintf(why, len, "%s: %s", GP_DEV_PATH,
-			 e == ENOENT ? "absent (gpupool.ko not loaded)" : strerror(e));
-		if (!forced) {
-			gp_debug(ctx, "%s; using the user backend", why);
-			return -ENODEV;
-		}
-		if (e == ENOENT || e == ENXIO || e == ENODEV)
-			return gp_err(ctx, -ENODEV,
-				      "GPUPOOL_BACKEND=kernel but %s is absent: load the "
-				      "module (modprobe gpupool) or unset GPUPOOL_BACKEND",
-				      GP_DEV_PATH);
-		return gp_err(ctx, -e,
-			      "cannot open %s: %s (the udev rule decides who may open it; "
-			      "see packaging/70-gpupool.rules)", GP_DEV_PATH, strerror(e));
+	if (fd >= 0)
+		return fd;
+	e = errno;
+	snprintf(why, len, "%s: %s", GP_DEV_PATH,
+		 e == ENOENT ? "absent (gpupool.ko not loaded)" : strerror(e));
+	if (!forced) {
+		gp_debug(ctx, "%s; using the user backend", why);
+		return -ENODEV;
 	}
-	memset(&v, 0, sizeof(v));
-	if (ioctl(fd, GPUPOOL_IOC_VERSION, &v)) {
-		e = errno;
-		close(fd);
+	if (e == ENOENT || e == ENXIO || e == ENODEV)
+		return gp_err(ctx, -ENODEV,
+			      "GPUPOOL_BACKEND=kernel but %s is absent: load the "
+			      "module (modprobe gpupool) or unset GPUPOOL_BACKEND",
+			      GP_DEV_PATH);
+	return gp_err(ctx, -e,
+		      "cannot open %s: %s (the udev rule decides who may open it; "
+		      "see packaging/70-gpupool.rules)", GP_DEV_PATH, strerror(e));
+}
+
+/* The module's GPUPOOL_IOC_VERSION into v: 0 when the two can talk, else
+ * -EPROTO, saying which side is too old (why, and the message).
+ */
+static int gp_kernel_version(struct gp_ctx *ctx, int fd,
+			     struct gpupool_version *v, char *why, size_t len)
+{
+	memset(v, 0, sizeof(*v));
+	if (ioctl(fd, GPUPOOL_IOC_VERSION, v)) {
+		int e = errno;
+
 		snprintf(why, len, "%s: VERSION failed", GP_DEV_PATH);
 		return gp_err(ctx, -EPROTO, "%s: GPUPOOL_IOC_VERSION failed: %s",
 			      GP_DEV_PATH, strerror(e));
 	}
-	if (v.abi_major < GPUPOOL_ABI_MAJOR) {
-		close(fd);
+	if (v->abi_major < GPUPOOL_ABI_MAJOR) {
 		snprintf(why, len,
 			 "gpupool.ko ABI %u.%u is older than the library's %u.%u",
-			 v.abi_major, v.abi_minor, GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
+			 v->abi_major, v->abi_minor, GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
 		return gp_err(ctx, -EPROTO,
 			      "the module is too old: gpupool.ko speaks ABI %u.%u, this "
 			      "libgpupool needs %u.x; upgrade the module (dkms install)",
-			      v.abi_major, v.abi_minor, GPUPOOL_ABI_MAJOR);
+			      v->abi_major, v->abi_minor, GPUPOOL_ABI_MAJOR);
 	}
-	if (v.min_lib_major > GPUPOOL_ABI_MAJOR) {
-		close(fd);
+	if (v->min_lib_major > GPUPOOL_ABI_MAJOR) {
 		snprintf(why, len,
 			 "gpupool.ko needs library ABI %u, the library is %u.%u",
-			 v.min_lib_major, GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
+			 v->min_lib_major, GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
 		return gp_err(ctx, -EPROTO,
 			      "the library is too old: gpupool.ko (ABI %u.%u) accepts "
 			      "libraries of ABI %u or newer, this libgpupool is %u.%u; "
 			      "upgrade libgpupool",
-			      v.abi_major, v.abi_minor, v.min_lib_major,
+			      v->abi_major, v->abi_minor, v->min_lib_major,
 			      GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
 	}
-	k = calloc(1, sizeof(*k));
+	return 0;
+}
+
+int gp_kernel_probe(struct gp_ctx *ctx, bool forced, char *why, size_t len)
+{
+	struct gpupool_version v;
+	struct gp_kernel *k;
+	int fd, ret;
+
+	fd = gp_kernel_open_dev(ctx, forced, why, len);
+	if (fd < 0)
+		return fd;
+	ret = gp_kernel_version(ctx, fd, &v, why, len);
+	k = ret ? NULL : calloc(1, sizeof(*k));
 	if (!k) {
 		close(fd);
-		return gp_err(ctx, -ENOMEM, "gp_open: out of memory");
+		return ret ? ret : gp_err(ctx, -ENOMEM, "gp_open: out of memory");
 	}
 	k->fd = fd;
 	k->abi_major = v.abi_major;
@@ -319,6 +341,35 @@ static int gp_kernel_dmem_refused(struct gp_ctx *ctx, const char *a,
 	return ret;
 }
 
+/* The module did not say which cgroup refused (GPUPOOL_IOC_CGROUP failed
+ * with e): -ENOSPC, saying so.
+ */
+static int gp_kernel_cgroup_unsaid(struct gp_ctx *ctx, const char *a, int e)
+{
+	const char *why;
+
+	switch (e) {
+	case ENOTTY:
+	case EINVAL:
+		why = "this gpupool.ko is older than ABI 1.1";
+		break;
+	case ENOENT:
+		why = "the module kept no record of the refusal";
+		break;
+	default:
+		why = strerror(e);
+		break;
+	}
+	gp_debug(ctx, "GPUPOOL_IOC_CGROUP (LAST_DENIAL): %s", strerror(e));
+	return gp_err(ctx, -ENOSPC,
+		      "gpupool.ko refused %s: a cgroup limit (of this "
+		      "task's cgroup or an ancestor) would be exceeded, "
+		      "which one the module did not say (%s); the Cgroup "
+		      "lines of /proc/gpupool show each limit; raise it "
+		      "with " GP_CG_RAISE " CGROUP SIZE " GP_CG_OR_DMEM,
+		      a, why);
+}
+
 /*
  * ALLOC failed with ENOSPC: a cgroup limit.  Which cgroup, its limit and
  * its use at the refusal come from the module (GPUPOOL_CGROUP_LAST_DENIAL);
@@ -331,8 +382,7 @@ static int gp_kernel_cgroup_refused(struct gp_ctx *ctx, const char *a,
 	char p[GP_CG_SHOW + 1], l[32], u[32];
 	struct gpupool_cgroup cg;
 	char *path = malloc(GP_CG_PATH_MAX);
-	const char *why;
-	int e, ret;
+	int ret;
 
 	if (!path)
 		return gp_err(ctx, -ENOSPC,
@@ -347,27 +397,7 @@ static int gp_kernel_cgroup_refused(struct gp_ctx *ctx, const char *a,
 	cg.path_len = GP_CG_PATH_MAX;
 	path[0] = 0;
 	if (ioctl(gp_kernel_of(ctx)->fd, GPUPOOL_IOC_CGROUP, &cg)) {
-		e = errno;
-		switch (e) {
-		case ENOTTY:
-		case EINVAL:
-			why = "this gpupool.ko is older than ABI 1.1";
-			break;
-		case ENOENT:
-			why = "the module kept no record of the refusal";
-			break;
-		default:
-			why = strerror(e);
-			break;
-		}
-		gp_debug(ctx, "GPUPOOL_IOC_CGROUP (LAST_DENIAL): %s", strerror(e));
-		ret = gp_err(ctx, -ENOSPC,
-			     "gpupool.ko refused %s: a cgroup limit (of this "
-			     "task's cgroup or an ancestor) would be exceeded, "
-			     "which one the module did not say (%s); the Cgroup "
-			     "lines of /proc/gpupool show each limit; raise it "
-			     "with " GP_CG_RAISE " CGROUP SIZE " GP_CG_OR_DMEM,
-			     a, why);
+		ret = gp_kernel_cgroup_unsaid(ctx, a, errno);
 		free(path);
 		return ret;
 	}
