@@ -293,11 +293,60 @@ struct gp_cg_walk {
 	char file[GP_CG_PATH_MAX];	/* a file in it */
 };
 
+/*
+ * One level of the walk: is cgroup w->cur (its directory w->dir) over its
+ * dmem.max with request more?  0, hit filled in; -ENOENT when it is not,
+ * or its files do not tell (the walk goes on up).
+ */
+static int gp_cg_level(struct gp_cg_walk *w, uint64_t request,
+		       struct gp_dmem_hit *hit)
+{
+	uint64_t max, cur;
+	int ret;
+
+	hit->levels++;
+	ret = gp_cg_read_dmem(w->dir, "dmem.max", w->file, sizeof(w->file),
+			      &max);
+	if (ret && ret != -ENOENT && !hit->read_error)
+		hit->read_error = -ret;
+	if (ret || max == UINT64_MAX)
+		return -ENOENT;
+	memcpy(hit->file, w->file, sizeof(hit->file));	/* dmem.max */
+	ret = gp_cg_read_dmem(w->dir, "dmem.current", w->file, sizeof(w->file),
+			      &cur);
+	if (ret) {
+		hit->file[0] = 0;
+		return -ENOENT;
+	}
+	if (request <= max && cur <= max - request)
+		return -ENOENT;
+	memcpy(hit->path, w->cur, sizeof(hit->path));
+	hit->max = max;
+	hit->current = cur;
+	return 0;
+}
+
+/* The parent cgroup's path in place of cur's; false when there is none
+ * above "/" or above the mount's root (rootlen bytes of cur).
+ */
+static bool gp_cg_up(char *cur, size_t rootlen)
+{
+	size_t n = strlen(cur);
+
+	if (n <= 1 || n <= rootlen)
+		return false;
+	while (n > 1 && cur[n - 1] != '/')
+		n--;
+	while (n > 1 && cur[n - 1] == '/')
+		n--;
+	cur[n] = 0;
+	return n >= rootlen;
+}
+
 int gp_dmem_find(const char *mountinfo, const char *path, uint64_t request,
 		 struct gp_dmem_hit *hit)
 {
 	struct gp_cg_walk *w;
-	uint64_t max, cur;
 	size_t rootlen, n;
 	int ret;
 
@@ -322,42 +371,14 @@ int gp_dmem_find(const char *mountinfo, const char *path, uint64_t request,
 
 	ret = -ENOENT;
 	while (hit->levels < GP_CG_MAX_DEPTH) {
+		/* A cgroup that cannot be named is passed: its parent may be. */
 		if (snprintf(w->dir, sizeof(w->dir), "%s%s", w->m.dir,
-			     w->cur + rootlen) >= (int)sizeof(w->dir))
-			goto up;	/* cannot be named: its parent may */
-		hit->levels++;
-		ret = gp_cg_read_dmem(w->dir, "dmem.max", w->file,
-				      sizeof(w->file), &max);
-		if (ret && ret != -ENOENT && !hit->read_error)
-			hit->read_error = -ret;
-		if (ret || max == UINT64_MAX)
-			goto up;
-		memcpy(hit->file, w->file, sizeof(hit->file));	/* dmem.max */
-		ret = gp_cg_read_dmem(w->dir, "dmem.current", w->file,
-				      sizeof(w->file), &cur);
-		if (ret) {
-			hit->file[0] = 0;
-			goto up;
+			     w->cur + rootlen) < (int)sizeof(w->dir)) {
+			ret = gp_cg_level(w, request, hit);
+			if (!ret)
+				break;
 		}
-		if (request > max || cur > max - request) {
-			memcpy(hit->path, w->cur, sizeof(hit->path));
-			hit->max = max;
-			hit->current = cur;
-			ret = 0;
-			goto out;
-		}
-up:
-		ret = -ENOENT;
-		/* The parent; none above "/" or above the mount's root. */
-		n = strlen(w->cur);
-		if (n <= 1 || n <= rootlen)
-			break;
-		while (n > 1 && w->cur[n - 1] != '/')
-			n--;
-		while (n > 1 && w->cur[n - 1] == '/')
-			n--;
-		w->cur[n] = 0;
-		if (n < rootlen)
+		if (!gp_cg_up(w->cur, rootlen))
 			break;
 	}
 out:
