@@ -10,6 +10,8 @@
  *   fixed.c     each reader's fixed-buffer slots
  *   request.c   one request: planned, its unaligned ends read at once, its
  *               body queued (or read at once), finished
+ *   file.c      its file: size, O_DIRECT alignment and descriptor, and the
+ *               reads made at once
  *   reader.c    the API: gp_reader_*, gp_read
  *
  * Locks: host_lock (the segment and allocation of dst, fixed-buffer slots)
@@ -104,6 +106,36 @@ unsigned int gp_fixed_drop(struct gp_reader *r, uint64_t addr);
 /* Registrations r holds. */
 unsigned int gp_fixed_count(const struct gp_reader *r);
 
+/* file.c */
+/* How a request reads its file. */
+struct gp_file {
+	int fd;			/* the caller's */
+	int dfd;		/* O_DIRECT, or -1 */
+	uint32_t align;		/* file offset / length alignment for dfd */
+	uint32_t memalign;	/* memory alignment for dfd */
+	bool buffered_ok;
+};
+/* What statx (or the block device) says of it. */
+struct gp_statx {
+	uint32_t mode;
+	uint64_t size;
+	uint32_t align, memalign;	/* 0: no O_DIRECT */
+	bool direct_known;
+};
+int gp_file_stat(int fd, struct gp_statx *s);
+/* An O_DIRECT descriptor of fd's file in r's table (index), or -1. */
+int gp_open_direct(struct gp_reader *r, int fd, int accmode);
+/* Drop a reference on r's O_DIRECT descriptor idx (-1: none). */
+void gp_dfd_put(struct gp_reader *r, int idx);
+/* Read [off, off + len) into dst without the ring: O_DIRECT straight into
+ * dst where aligned, through a bounce block where not, buffered only when
+ * there is no O_DIRECT descriptor (f->dfd becomes -1 when O_DIRECT turns
+ * out stricter than the file system said).  Bytes read (short only at the
+ * end of the file) or -errno.
+ */
+ssize_t gp_io_sync(struct gp_ctx *ctx, struct gp_reader_pool *io,
+		   struct gp_file *f, uint64_t off, char *dst, size_t len);
+
 /* request.c */
 /* The O_DIRECT descriptors one submission opened, by caller's fd. */
 struct gp_fdmap {
@@ -120,7 +152,4 @@ void gp_req_body_done(struct gp_reader *r, struct gp_read_req *q, ssize_t res);
 /* A completion's bytes, counted on its path. */
 void gp_req_count_cqe(struct gp_reader_pool *pool, struct gp_read_req *q,
 		      int res);
-/* Drop a reference on r's O_DIRECT descriptor idx (-1: none). */
-void gp_dfd_put(struct gp_reader *r, int idx);
-
 #endif /* GPUPOOL_USERLIB_IO_READER_H */

@@ -24,29 +24,20 @@
  * Lengths are clamped to the file's size as seen at submission; a file
  * truncated under the read gives a short count (what the kernel returned),
  * never bytes that are not the file's.
+ *
+ * file.c has the file's side: its size and alignment, the O_DIRECT
+ * descriptor, and the reads made at once.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/fs.h>
-#include <linux/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "reader.h"
-
-/* <linux/stat.h> (for statx's O_DIRECT alignment, which glibc 2.36's struct
- * lacks) defines the mode bits but not the tests.
- */
-#ifndef S_ISREG
-#define S_ISREG(m)	(((m) & S_IFMT) == S_IFREG)
-#define S_ISDIR(m)	(((m) & S_IFMT) == S_IFDIR)
-#define S_ISBLK(m)	(((m) & S_IFMT) == S_IFBLK)
-#endif
 
 /* What a request carries between submission and completion (in its
  * internal[] words).
@@ -67,185 +58,6 @@ _Static_assert(sizeof(struct gp_req_state) <= sizeof(((struct gp_read_req *)0)->
 static inline struct gp_req_state *req_state(struct gp_read_req *r)
 {
 	return (struct gp_req_state *)(void *)r->internal;
-}
-
-/* Synchronous pieces ------------------------------------------------------- */
-
-struct gp_file {
-	int fd;			/* the caller's */
-	int dfd;		/* O_DIRECT, or -1 */
-	uint32_t align;		/* file offset / length alignment for dfd */
-	uint32_t memalign;	/* memory alignment for dfd */
-	bool buffered_ok;
-};
-
-static ssize_t gp_pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	ssize_t n;
-
-	do
-		n = pread(fd, buf, len, (off_t)off);
-	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
-}
-
-/* Read [off, off + len) into dst without the ring: O_DIRECT straight into
- * dst where aligned, through a bounce block where not, buffered only when
- * there is no O_DIRECT descriptor.  Bytes read (short only at the end of
- * the file) or -errno.
- */
-static ssize_t gp_io_sync(struct gp_ctx *ctx, struct gp_reader_pool *io,
-			  struct gp_file *f, uint64_t off, char *dst, size_t len)
-{
-	void *bounce = NULL;
-	size_t got = 0;
-	ssize_t n = 0;
-
-	while (got < len) {
-		uint64_t o = off + got;
-		char *d = dst + got;
-		size_t want = len - got;
-
-		if (f->dfd >= 0 && !(o % f->align) && !((uintptr_t)d % f->memalign) &&
-		    want >= f->align) {
-			want -= want % f->align;
-			if (want > (1u << 30))
-				want = 1u << 30;
-			n = gp_pread_full(f->dfd, d, want, o);
-			if (n > 0) {
-				GP_IO_STAT_ADD(io, direct, 1);
-				GP_IO_STAT_ADD(io, direct_bytes, n);
-			}
-		} else if (f->dfd >= 0) {
-			uint64_t bo = o - o % f->align;
-			size_t blen = gp_round_up(o - bo + want, f->align);
-			size_t skip = o - bo;
-
-			if (blen > GP_IO_BOUNCE)
-				blen = GP_IO_BOUNCE;
-			if (!bounce && posix_memalign(&bounce, f->align > f->memalign ?
-						      f->align : f->memalign,
-						      GP_IO_BOUNCE)) {
-				bounce = NULL;
-				n = -ENOMEM;
-				break;
-			}
-			n = gp_pread_full(f->dfd, bounce, blen, bo);
-			if (n > 0) {
-				n = (size_t)n > skip ? n - (ssize_t)skip : 0;
-				if ((size_t)n > want)
-					n = (ssize_t)want;
-				memcpy(d, (char *)bounce + skip, (size_t)n);
-				GP_IO_STAT_ADD(io, bounce, 1);
-				GP_IO_STAT_ADD(io, bounce_bytes, n);
-			}
-		} else if (f->buffered_ok) {
-			n = gp_pread_full(f->fd, d, want, o);
-			if (n > 0) {
-				GP_IO_STAT_ADD(io, buffered, 1);
-				GP_IO_STAT_ADD(io, buffered_bytes, n);
-			}
-		} else {
-			n = gp_err(ctx, -EINVAL, "gp_read: the file cannot be read "
-				   "with O_DIRECT and GP_READ_NO_CACHE forbids the page cache");
-		}
-		if (n == -EINVAL && f->dfd >= 0) {
-			/* Stricter alignment than the file system said: no
-			 * O_DIRECT for the rest of this request.
-			 */
-			f->dfd = -1;
-			continue;
-		}
-		if (n < 0) {
-			free(bounce);
-			return n;
-		}
-		if (n == 0)
-			break;		/* end of file */
-		got += (size_t)n;
-	}
-	free(bounce);
-	return n < 0 ? n : (ssize_t)got;
-}
-
-/* The file ------------------------------------------------------------------ */
-
-struct gp_statx {
-	uint32_t mode;
-	uint64_t size;
-	uint32_t align, memalign;	/* 0: no O_DIRECT */
-	bool direct_known;
-};
-
-static int gp_file_stat(int fd, struct gp_statx *s)
-{
-	struct statx stx;
-	uint64_t bsize;
-	int lbs;
-
-	memset(&stx, 0, sizeof(stx));
-	memset(s, 0, sizeof(*s));
-	if (syscall(__NR_statx, fd, "", AT_EMPTY_PATH,
-		    STATX_TYPE | STATX_SIZE | STATX_DIOALIGN, &stx) < 0)
-		return -errno;
-	s->mode = stx.stx_mode;
-	s->size = stx.stx_size;
-	if (S_ISBLK(stx.stx_mode)) {
-		if (ioctl(fd, BLKGETSIZE64, &bsize) == 0)
-			s->size = bsize;
-		if (ioctl(fd, BLKSSZGET, &lbs) == 0 && lbs > 0) {
-			s->align = s->memalign = (uint32_t)lbs;
-			s->direct_known = true;
-		}
-	} else if (S_ISREG(stx.stx_mode) && (stx.stx_mask & STATX_DIOALIGN)) {
-		s->align = stx.stx_dio_offset_align;
-		s->memalign = stx.stx_dio_mem_align;
-		s->direct_known = true;
-	}
-	if (!s->direct_known) {
-		/* The file system does not say: the page, which every
-		 * logical block size up to it divides.
-		 */
-		s->align = s->memalign = 4096;
-	}
-	return 0;
-}
-
-/* An O_DIRECT descriptor of fd's file in r's table (index), or -1. */
-static int gp_open_direct(struct gp_reader *r, int fd, int accmode)
-{
-	char path[64];
-	unsigned int i;
-	int dfd;
-
-	if (accmode & O_DIRECT) {
-		dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	} else {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOATIME);
-		if (dfd < 0 && errno == EPERM)
-			dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-	}
-	if (dfd < 0)
-		return -1;
-	for (i = 0; i < r->depth; i++)
-		if (r->dfds[i].fd < 0) {
-			r->dfds[i].fd = dfd;
-			r->dfds[i].refs = 1;	/* the submission's, until it ends */
-			return (int)i;
-		}
-	close(dfd);
-	return -1;
-}
-
-void gp_dfd_put(struct gp_reader *r, int idx)
-{
-	if (idx < 0)
-		return;
-	if (--r->dfds[idx].refs == 0) {
-		close(r->dfds[idx].fd);
-		r->dfds[idx].fd = -1;
-	}
 }
 
 /* Finishing ------------------------------------------------------------------ */
