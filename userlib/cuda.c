@@ -112,6 +112,20 @@ void gp_cuda_load_driver(struct gp_ctx *ctx)
 	cu->usable = 1;
 }
 
+/* No runtime after all: keep the path and the reason for gp_info, forget
+ * the functions.
+ */
+static void gp_cuda_forget(struct gp_cuda *c)
+{
+	char keep[sizeof(c->path)], reason[sizeof(c->why)];
+
+	memcpy(keep, c->path, sizeof(keep));
+	memcpy(reason, c->why, sizeof(reason));
+	memset(c, 0, sizeof(*c));
+	memcpy(c->path, keep, sizeof(keep));
+	memcpy(c->why, reason, sizeof(reason));
+}
+
 void gp_cuda_load(struct gp_ctx *ctx, const char *path)
 {
 	struct gp_cuda *c = &ctx->cuda;
@@ -167,16 +181,7 @@ void gp_cuda_load(struct gp_ctx *ctx, const char *path)
 	return;
 
 out_off:
-	/* Keep the path and the reason for gp_info; forget the functions. */
-	{
-		char keep[sizeof(c->path)], reason[sizeof(c->why)];
-
-		memcpy(keep, c->path, sizeof(keep));
-		memcpy(reason, c->why, sizeof(reason));
-		memset(c, 0, sizeof(*c));
-		memcpy(c->path, keep, sizeof(keep));
-		memcpy(c->why, reason, sizeof(reason));
-	}
+	gp_cuda_forget(c);
 }
 
 void gp_cuda_off(struct gp_ctx *ctx, const char *reason)
