@@ -12,17 +12,27 @@
  * them into the *blocks* handed to callers.
  *
  * Rooms.  Each folder keeps its state in a struct of its own behind a
- * pointer of the context, and the others reach it through one header:
- *   host/     the host pools (struct gp_host; host/host.h)
- *   dev/      the device pools, segments and virtual mode
- *             (struct gp_devpools; dev/devpools.h)
+ * pointer of the context, and the others reach it through one header's
+ * functions, never its fields; what a room has to tell (a reason for
+ * gp_info's why, a granularity, a figure) it tells through them:
+ *   host/     the host pools (struct gp_host; host/host.h): the segments,
+ *             their granularity (asked of the backend), and why host
+ *             memory is not registered (gp_host_info); share.c decides
+ *             how another process's descriptor is imported
+ *   dev/      the device pools, segments and virtual mode, and their
+ *             tunables (struct gp_devpools; dev/devpools.h)
  *   io/       the file reader and its io_uring (struct gp_reader_pool;
  *             io/io.h)
- *   backend/  where host segments come from, each backend's state behind
- *             ctx->backend_data (backend/backend.h)
- * Here: the context, the tunables, and the small things all of them use
- * (map.c, list.h, bytes.h, log.c); cuda.c binds the CUDA runtime, ctx.c
- * opens and closes a context.
+ *   backend/  where host segments come from: struct gp_backend_ops
+ *             (backend/backend.h), each backend's state behind
+ *             ctx->backend_data, its reason and granularity told by its
+ *             ops; backend.c has what both share.  Neither calls the other.
+ * Here: the context, the host tunables, and the small things all of them
+ * use (map.c, list.h, bytes.h, log.c, cgroupfs.c).  cuda.c binds the CUDA
+ * runtime: ctx->cuda is its own, the others call its functions (cuda.h),
+ * never the table.  ctx.c opens a context in steps (the options, CUDA,
+ * the device pools, the backend, the host pools), and undoes those done
+ * in the reverse order when one fails and at gp_close().
  */
 #ifndef GPUPOOL_USERLIB_INTERNAL_H
 #define GPUPOOL_USERLIB_INTERNAL_H
@@ -84,7 +94,7 @@ void gp_map_each(const struct gp_map *m, void (*fn)(void *arg, uint64_t key,
 /* The context ---------------------------------------------------------------- */
 
 struct gp_ctx {
-	struct gp_options opt;		/* after defaults and environment */
+	struct gp_options opt;		/* after defaults and environment (ctx.c) */
 	bool debug;
 	int backend;			/* GP_BACKEND_KERNEL / USER */
 	const struct gp_backend_ops *ops;
@@ -96,7 +106,7 @@ struct gp_ctx {
 	 */
 	char fallback[128];
 
-	struct gp_cuda cuda;
+	struct gp_cuda cuda;		/* cuda.c's alone */
 
 	struct gp_host *host;		/* host/: the host pools */
 	struct gp_devpools *dev;	/* dev/: the device pools (with CUDA) */
