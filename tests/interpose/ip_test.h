@@ -144,24 +144,39 @@ static inline struct gp_interpose_stats ip_stats(void)
 	return st;
 }
 
-/* A control of the driver double (opened as the process's libcuda.so.1). */
-static inline void *drv_sym(const char *name)
+/* A control of a double: the driver's (opened as the process's
+ * libcuda.so.1) or the runtime's.
+ */
+static inline void *double_sym(const char *lib, const char *name)
 {
-	void *dl = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 
 	return dl ? dlsym(dl, name) : NULL;
 }
 
+#define drv_sym(name)	double_sym("libcuda.so.1", name)
+#define rt_sym(name)	double_sym(tests_cudart, name)
+
+/* A double's counts: get(&c) by name, zeros without it. */
+#define DOUBLE_COUNTS(type, lib, getter) __extension__({		\
+	void (*get_)(type *);						\
+	type c_;							\
+									\
+	memset(&c_, 0, sizeof(c_));					\
+	*(void **)&get_ = double_sym(lib, getter);			\
+	if (get_)							\
+		get_(&c_);						\
+	c_;								\
+})
+
 static inline struct cdrv_counts drv_counts(void)
 {
-	void (*get)(struct cdrv_counts *);
-	struct cdrv_counts c;
+	return DOUBLE_COUNTS(struct cdrv_counts, "libcuda.so.1", "cdrv_get_counts");
+}
 
-	memset(&c, 0, sizeof(c));
-	*(void **)&get = drv_sym("cdrv_get_counts");
-	if (get)
-		get(&c);
-	return c;
+static inline struct cdd_counts rt_counts(void)
+{
+	return DOUBLE_COUNTS(struct cdd_counts, tests_cudart, "cdd_get_counts");
 }
 
 /* The size of the driver double's live allocation at p, 0 if none. */
@@ -171,26 +186,6 @@ static inline size_t cdrv_live_size_of(const void *p)
 
 	*(void **)&size = drv_sym("cdrv_live_size");
 	return size ? size(p, NULL) : 0;
-}
-
-/* A control of the runtime double. */
-static inline void *rt_sym(const char *name)
-{
-	void *dl = dlopen(tests_cudart, RTLD_NOW | RTLD_LOCAL);
-
-	return dl ? dlsym(dl, name) : NULL;
-}
-
-static inline struct cdd_counts rt_counts(void)
-{
-	void (*get)(struct cdd_counts *);
-	struct cdd_counts c;
-
-	memset(&c, 0, sizeof(c));
-	*(void **)&get = rt_sym("cdd_get_counts");
-	if (get)
-		get(&c);
-	return c;
 }
 
 /* Is fn defined by the interposer? */

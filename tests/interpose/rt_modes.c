@@ -88,37 +88,33 @@ static void tmp_name(char *buf, size_t len, const char *what)
 	unlink(buf);
 }
 
-#define NO_MODULE() do {						\
-	if (access("/dev/gpupool", F_OK) == 0)				\
-		SKIP(return, "gpupool.ko is loaded: the pool is available"); \
-} while (0)
+/* Scenario in mode with no pool (the kernel backend, no module): the
+ * status it ends with, and how many lines of its stderr hold said.
+ */
+static void no_pool(struct __test_metadata *_metadata, const char *mode,
+		    const char *scenario, const char *said)
+{
+	char err[64], env_mode[64];
+	const char *env[] = { "GPUPOOL_BACKEND=kernel", env_mode, NULL };
+
+	if (access("/dev/gpupool", F_OK) == 0)
+		SKIP(return, "gpupool.ko is loaded: the pool is available");
+	snprintf(env_mode, sizeof(env_mode), "GPUPOOL_INTERPOSE_MODE=%s", mode);
+	tmp_name(err, sizeof(err), "err");
+	EXPECT_EQ(0, ip_spawn(scenario, env, err));
+	EXPECT_EQ(1, ip_count_lines(err, said));
+	unlink(err);
+}
 
 TEST(fallback_goes_to_cuda_and_says_so_once)
 {
-	static const char *const env[] = {
-		"GPUPOOL_BACKEND=kernel", "GPUPOOL_INTERPOSE_MODE=fallback", NULL,
-	};
-	char err[64];
-
-	NO_MODULE();
-	tmp_name(err, sizeof(err), "err");
-	EXPECT_EQ(0, ip_spawn("fallback_unavailable", env, err));
-	EXPECT_EQ(1, ip_count_lines(err, "goes to CUDA (fallback mode"));
-	unlink(err);
+	no_pool(_metadata, "fallback", "fallback_unavailable",
+		"goes to CUDA (fallback mode");
 }
 
 TEST(strict_fails_as_cuda_would_and_says_so_once)
 {
-	static const char *const env[] = {
-		"GPUPOOL_BACKEND=kernel", "GPUPOOL_INTERPOSE_MODE=strict", NULL,
-	};
-	char err[64];
-
-	NO_MODULE();
-	tmp_name(err, sizeof(err), "err");
-	EXPECT_EQ(0, ip_spawn("strict_unavailable", env, err));
-	EXPECT_EQ(1, ip_count_lines(err, "fails (strict mode)"));
-	unlink(err);
+	no_pool(_metadata, "strict", "strict_unavailable", "fails (strict mode)");
 }
 
 TEST(a_bad_mode_turns_it_off)
