@@ -2,7 +2,8 @@
 /*
  * ctl.h - what gpupoolctl's files share.  ctl_common.c: the paths, reading
  * /proc/gpupool, errors that say what to do, sizes written and read (the
- * one place that formats or parses a byte count) and escaping of names.
+ * one place that formats or parses a byte count), escaping of names and
+ * files replaced whole.
  * ctl_cgroup.c: a cgroup named on the command line, and its dmem files.
  * ctl_limit.c: the limit command.  ctl_cdi.c: the cdi command (the CDI spec
  * for container runtimes).  ctl_run.c: the run command (a program under
@@ -54,12 +55,35 @@ const char *fmt_size(char *buf, size_t len, uint64_t bytes, char unit);
  */
 int parse_size(const char *s, uint64_t *out, char *why, size_t whylen);
 
-/* A JSON string (ASCII; other bytes as \u00XX) on stdout. */
+/* A JSON string (ASCII; other bytes as \u00XX) on stdout, or on out. */
 void json_str(const char *s);
+void json_str_to(FILE *out, const char *s);
 /* A name for a terminal: printable ASCII as is, other bytes as \ooo. */
 void text_name(const char *s);
 /* A Prometheus label value, quoted and escaped. */
 void prom_label(FILE *out, const char *s);
+
+/*
+ * A file replaced whole: ctl_atomic_open() makes a temporary file beside
+ * path, named ".NAME.XXXXXX" (it ends in neither .prom nor .json, which
+ * the file's readers would take), mode 0644 whatever the umask, with
+ * path's directory first when make_dir and it is missing (one level); the
+ * caller writes to f; ctl_atomic_commit() flushes it, syncs it and renames
+ * it over path, so that a reader sees the old file or the new one, never
+ * a part.  The temporary file never stays behind.
+ */
+struct ctl_atomic {
+	FILE *f;		/* open between the two calls */
+	const char *path;
+	char tmp[PATH_MAX];
+};
+/* EX_OK with w->f open, or EX_USAGE / EX_FAIL after saying why (opt: the
+ * option that named path, for the messages).
+ */
+int ctl_atomic_open(struct ctl_atomic *w, const char *path, const char *opt,
+		    bool make_dir);
+/* EX_OK, or EX_FAIL after saying why; w->f is closed either way. */
+int ctl_atomic_commit(struct ctl_atomic *w);
 
 /* `gpupoolctl run ...` (argv[0] is "run"): an exit code, when it could
  * not exec() the command.

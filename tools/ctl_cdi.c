@@ -110,23 +110,6 @@ static int node_info(struct node *nd)
 	return EX_OK;
 }
 
-/* s as a JSON string: printable ASCII as is, other bytes \u00XX. */
-static void json_str_to(FILE *f, const char *s)
-{
-	const unsigned char *c;
-
-	fputc('"', f);
-	for (c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c < 0x20 || *c > 0x7e)
-			fprintf(f, "\\u%04x", *c);
-		else
-			fputc(*c, f);
-	}
-	fputc('"', f);
-}
-
 static void spec_write(FILE *f, const struct node *nd, const char *version)
 {
 	bool gids = version_code(version) >= version_code("0.7.0");
@@ -168,77 +151,17 @@ static void spec_write(FILE *f, const struct node *nd, const char *version)
 		"}\n");
 }
 
-/* FILE's directory, made (0755) when missing; 0 or -errno. */
-static int make_parent(const char *file)
-{
-	char dir[PATH_MAX];
-	char *slash;
-
-	if (snprintf(dir, sizeof(dir), "%s", file) >= (int)sizeof(dir))
-		return -ENAMETOOLONG;
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = 0;
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
+/* --output FILE: written whole (ctl_atomic_open), its directory made. */
 static int spec_file(const char *path, const struct node *nd,
 		     const char *version)
 {
-	char tmp[PATH_MAX];
-	const char *base = strrchr(path, '/');
-	FILE *f = NULL;
-	int fd, err;
+	struct ctl_atomic w;
+	int ret = ctl_atomic_open(&w, path, "--output", true);
 
-	base = base ? base + 1 : path;
-	if (!*base) {
-		fprintf(stderr, "gpupoolctl: --output %s: not a file name\n", path);
-		return EX_USAGE;
-	}
-	if (snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", (int)(base - path),
-		     path, base) >= (int)sizeof(tmp)) {
-		fprintf(stderr, "gpupoolctl: --output: path too long\n");
-		return EX_USAGE;
-	}
-	err = make_parent(path);
-	if (err) {
-		fprintf(stderr, "gpupoolctl: --output %s: making its directory: %s\n",
-			path, strerror(-err));
-		return EX_FAIL;
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		fprintf(stderr, "gpupoolctl: --output %s: %s\n", path, strerror(errno));
-		return EX_FAIL;
-	}
-	/* Readable by every runtime (rootless podman too), whatever the umask. */
-	if (fchmod(fd, 0644) || !(f = fdopen(fd, "w")))
-		goto fail;
-	spec_write(f, nd, version);
-	if (fflush(f) || ferror(f) || fsync(fd))
-		goto fail;
-	if (fclose(f)) {
-		f = NULL;
-		fd = -1;
-		goto fail;
-	}
-	f = NULL;
-	fd = -1;
-	if (rename(tmp, path))
-		goto fail;
-	return EX_OK;
-fail:
-	err = errno;
-	if (f)
-		fclose(f);
-	else if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	fprintf(stderr, "gpupoolctl: writing %s: %s\n", path, strerror(err));
-	return EX_FAIL;
+	if (ret)
+		return ret;
+	spec_write(w.f, nd, version);
+	return ctl_atomic_commit(&w);
 }
 
 int cmd_cdi(const struct opts *o)

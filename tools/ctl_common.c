@@ -2,7 +2,8 @@
 /*
  * ctl_common.c - what gpupoolctl's commands share: reading /proc/gpupool,
  * errors that say what to do, byte counts written (fmt_size) and read
- * (parse_size), and names escaped for a terminal, JSON and Prometheus.
+ * (parse_size), names escaped for a terminal, JSON and Prometheus, and
+ * files replaced whole (ctl_atomic_open, ctl_atomic_commit).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <linux/gpupool.h>
 
@@ -192,20 +194,25 @@ too_large:
  * character) are written as \u00XX, so the output is valid JSON (ASCII)
  * whatever the name.
  */
-void json_str(const char *s)
+void json_str_to(FILE *out, const char *s)
 {
-	putchar('"');
+	fputc('"', out);
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (c == '"' || c == '\\')
-			printf("\\%c", c);
+			fprintf(out, "\\%c", c);
 		else if (c < 0x20 || c > 0x7e)
-			printf("\\u%04x", c);
+			fprintf(out, "\\u%04x", c);
 		else
-			putchar(c);
+			fputc(c, out);
 	}
-	putchar('"');
+	fputc('"', out);
+}
+
+void json_str(const char *s)
+{
+	json_str_to(stdout, s);
 }
 
 /*
@@ -246,4 +253,83 @@ void prom_label(FILE *out, const char *s)
 			fputc(c, out);
 	}
 	fputc('"', out);
+}
+
+/* Files replaced whole ---------------------------------------------------------- */
+
+/* file's directory, made (0755) when missing (one level); 0 or -errno. */
+static int make_parent(const char *file)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	if (snprintf(dir, sizeof(dir), "%s", file) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = 0;
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int ctl_atomic_open(struct ctl_atomic *w, const char *path, const char *opt,
+		    bool make_dir)
+{
+	const char *base = strrchr(path, '/');
+	int fd, err;
+
+	w->f = NULL;
+	w->path = path;
+	base = base ? base + 1 : path;
+	if (!*base) {
+		fprintf(stderr, "gpupoolctl: %s %s: not a file name\n", opt, path);
+		return EX_USAGE;
+	}
+	if (snprintf(w->tmp, sizeof(w->tmp), "%.*s.%s.XXXXXX", (int)(base - path),
+		     path, base) >= (int)sizeof(w->tmp)) {
+		fprintf(stderr, "gpupoolctl: %s: path too long\n", opt);
+		return EX_USAGE;
+	}
+	err = make_dir ? make_parent(path) : 0;
+	if (err) {
+		fprintf(stderr, "gpupoolctl: %s %s: making its directory: %s\n",
+			opt, path, strerror(-err));
+		return EX_FAIL;
+	}
+	fd = mkstemp(w->tmp);
+	if (fd < 0) {
+		fprintf(stderr, "gpupoolctl: %s %s: %s\n", opt, path, strerror(errno));
+		return EX_FAIL;
+	}
+	/* Readable by its readers (node_exporter, rootless podman), whatever
+	 * the umask.
+	 */
+	if (fchmod(fd, 0644) || !(w->f = fdopen(fd, "w"))) {
+		err = errno;
+		close(fd);
+		unlink(w->tmp);
+		fprintf(stderr, "gpupoolctl: writing %s: %s\n", path, strerror(err));
+		return EX_FAIL;
+	}
+	return EX_OK;
+}
+
+int ctl_atomic_commit(struct ctl_atomic *w)
+{
+	int err = 0;
+
+	if (fflush(w->f) || ferror(w->f) || fsync(fileno(w->f)))
+		err = errno ? errno : EIO;
+	if (fclose(w->f) && !err)
+		err = errno;
+	w->f = NULL;
+	if (!err && rename(w->tmp, w->path))
+		err = errno;
+	if (!err)
+		return EX_OK;
+	unlink(w->tmp);
+	fprintf(stderr, "gpupoolctl: writing %s: %s\n", w->path, strerror(err));
+	return EX_FAIL;
 }

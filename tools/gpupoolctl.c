@@ -661,53 +661,25 @@ static void prom_write(FILE *out, const struct gpctl_pool *p, long max_cgroups)
 
 /*
  * --textfile DIR: DIR/gpupool.prom for node_exporter's textfile collector,
- * written to a temporary file in DIR and renamed over the old one, so that
- * a scrape sees the old file or the new one, never a part.  The temporary
- * name ends in neither ".prom" (the collector reads only those) nor stays
- * behind on failure.
+ * written whole (ctl_atomic_open: a scrape sees the old file or the new
+ * one, never a part; the collector reads only names that end in .prom).
  */
 static int prom_textfile(const char *dir, const struct gpctl_pool *p,
 			 long max_cgroups)
 {
-	char path[4096], tmp[4096];
-	FILE *f = NULL;
-	int fd, err;
+	char path[PATH_MAX];
+	struct ctl_atomic w;
+	int ret;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/gpupool.prom", dir) >= sizeof(path) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.gpupool.prom.XXXXXX", dir) >= sizeof(tmp)) {
+	if ((size_t)snprintf(path, sizeof(path), "%s/gpupool.prom", dir) >= sizeof(path)) {
 		fprintf(stderr, "gpupoolctl: --textfile: path too long\n");
 		return EX_USAGE;
 	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		fprintf(stderr, "gpupoolctl: --textfile %s: %s\n", dir, strerror(errno));
-		return EX_FAIL;
-	}
-	/* Readable by node_exporter, whatever the umask. */
-	if (fchmod(fd, 0644) || !(f = fdopen(fd, "w")))
-		goto fail;
-	prom_write(f, p, max_cgroups);
-	if (fflush(f) || ferror(f) || fsync(fd))
-		goto fail;
-	if (fclose(f)) {
-		f = NULL;
-		fd = -1;
-		goto fail;
-	}
-	f = NULL;
-	fd = -1;
-	if (rename(tmp, path))
-		goto fail;
-	return EX_OK;
-fail:
-	err = errno;
-	if (f)
-		fclose(f);
-	else if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	fprintf(stderr, "gpupoolctl: writing %s: %s\n", path, strerror(err));
-	return EX_FAIL;
+	ret = ctl_atomic_open(&w, path, "--textfile", false);
+	if (ret)
+		return ret;
+	prom_write(w.f, p, max_cgroups);
+	return ctl_atomic_commit(&w);
 }
 
 static int cmd_prometheus(const struct opts *o)
