@@ -2,20 +2,42 @@
 # Install what building and testing gpupool needs on Debian 12: as root with
 # apt-get; otherwise print the exact command and fail.
 #
-# Usage: scripts/deps.sh
-# The list below (and linux-source-7.2 after it) are the only places
+# Usage: scripts/deps.sh [demo]
+#   (nothing)  everything: the build, every test suite (`make deps`,
+#              `make check`)
+#   demo       only what `make demo` runs (`make deps-demo`): a subset
+# The two lists below (and linux-source-7.2 after them) are the only places
 # dependencies are named.
 set -eu
 
-# Build: compilers, kernel build tools, the two kernels we test (6.1 from
-# linux-image-amd64, 6.12 from bookworm's backported packages) with headers.
-# Test: qemu (TCG), busybox for the VM's initramfs, kernel sources for the
-# kselftest headers and checkpatch (6.1) and for the debug kernel (7.2,
-# from trixie-backports: below), dkms, liburing (io_uring pinning tests),
-# numpy, pip and setuptools (Python tests, `pip install ./python` offline, with
-# Debian's /usr/bin/python3), pkg-config (the install check); zstd unpacks the 6.12
-# kernel image for the VM's fast (PVH) boot.  libclang-rt-14-dev: clang's
-# libFuzzer and sanitizer runtimes (only a Recommends of clang's packages).
+case ${1:-all} in
+all|demo) part=${1:-all} ;;
+*) echo "usage: $0 [demo]" >&2; exit 2 ;;
+esac
+
+# What `make demo` needs: a C compiler and make (no C++, no dpkg-dev:
+# build-essential is for `make check`), perl (the module's W=1 build runs
+# the kernel's kernel-doc), Debian's 6.1 kernel with its headers (the
+# module is built for it; when the running kernel cannot load it, the demo
+# boots that kernel in qemu under TCG), busybox-static and cpio for the
+# VM's initramfs, kmod (insmod), python3 for the VM scripts and the Python
+# loader (the standard library only: the loader needs no numpy).  On a
+# bare Debian 12 this is the whole apt step of `make demo`.
+demo_pkgs="gcc make libc6-dev perl kmod cpio
+      qemu-system-x86 busybox-static
+      linux-image-amd64 linux-headers-amd64 python3"
+
+# The rest, for `make check`.
+# Build: ccache, clang, kernel build tools, the two kernels we test (6.1
+# above, 6.12 from bookworm's backported packages) with headers; xz-utils
+# for the 6.12 kernel's modules (.ko.xz) in the VM's initramfs.
+# Test: kernel sources for the kselftest headers and checkpatch (6.1) and
+# for the debug kernel (7.2, from trixie-backports: below), dkms, liburing
+# (io_uring pinning tests), numpy, pip and setuptools (Python tests, `pip
+# install ./python` offline, with Debian's /usr/bin/python3), pkg-config
+# (the install check); zstd unpacks the 6.12 kernel image for the VM's
+# fast (PVH) boot.  libclang-rt-14-dev: clang's libFuzzer and sanitizer
+# runtimes (only a Recommends of clang's packages).
 # python3-torch (Debian's 1.13, CPU-only): the DataLoader integration's tests
 # and benchmark.  fio: the reference the file-reading benchmark compares with;
 # e2fsprogs: mkfs.ext4 for the in-VM O_DIRECT tests.  debhelper, dh-dkms,
@@ -28,16 +50,18 @@ set -eu
 # crun: the container the VM runs with the CDI device (tests/containers).
 # ccache: `make check` compiles through it, with a cache every clone on the
 # machine shares (scripts/check.sh).
-pkgs="build-essential ccache clang libclang-rt-14-dev bc flex bison cpio kmod xz-utils zstd
+check_pkgs="build-essential ccache clang libclang-rt-14-dev bc flex bison xz-utils zstd
       libelf-dev libssl-dev
-      qemu-system-x86 busybox-static
-      linux-image-amd64 linux-headers-amd64 linux-source-6.1
-      dkms liburing-dev python3 python3-numpy python3-pip python3-setuptools
+      linux-source-6.1
+      dkms liburing-dev python3-numpy python3-pip python3-setuptools
       pkg-config
       python3-torch fio e2fsprogs
       debhelper dh-dkms lintian prometheus python3-yaml python3-jsonschema
       podman crun
       libslurm-dev slurmd slurmctld slurm-client munge"
+
+pkgs=$demo_pkgs
+[ "$part" = demo ] || pkgs="$demo_pkgs $check_pkgs"
 
 have() { dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
@@ -53,7 +77,7 @@ k612=$(ls -d /lib/modules/6.12.*+deb12-amd64 2>/dev/null | while read -r d; do
 	[ -e "/boot/vmlinuz-$r" ] && [ -e "$d/build/Makefile" ] && echo "$r"
 done | sort -V | tail -n 1)
 need612=""
-if [ -z "$k612" ]; then
+if [ "$part" = all ] && [ -z "$k612" ]; then
 	if [ "$(id -u)" -eq 0 ] && ! apt-cache show linux-image-amd64 >/dev/null 2>&1; then
 		apt-get update -q
 	fi
@@ -84,7 +108,7 @@ bp=trixie-backports
 bp_src=/etc/apt/sources.list.d/gpupool-$bp.sources
 bp_pin=/etc/apt/preferences.d/gpupool-$bp
 need72=""
-have linux-source-7.2 || need72=linux-source-7.2
+[ "$part" = demo ] || have linux-source-7.2 || need72=linux-source-7.2
 
 [ -z "$missing$need612$need72" ] && exit 0
 
