@@ -187,86 +187,107 @@ static int open_fd_arg(const char *arg, char *path, size_t len, int *ret)
 	return fd;
 }
 
-int ctl_cgroup_open(const char *arg, struct ctl_cgroup *cg)
+/*
+ * A cgroup's name or path: a fresh O_RDONLY descriptor of that directory,
+ * its path in path (PATH_MAX), or -1 with *ret (said).
+ */
+static int open_name_arg(const char *arg, bool have_mnt, const char *mnt,
+			 char *path, int *ret)
 {
-	char mnt[PATH_MAX], cand[PATH_MAX];
-	bool have_mnt = ctl_cgroup_mount(mnt, sizeof(mnt));
+	int fd, err;
+
+	*ret = EX_USAGE;
+	if (!*arg) {
+		fprintf(stderr, "gpupoolctl: an empty cgroup name (the root is /)\n");
+		return -1;
+	}
+	if (strlen(arg) >= PATH_MAX) {
+		fprintf(stderr, "gpupoolctl: a cgroup's path is shorter than %d bytes\n",
+			PATH_MAX);
+		return -1;
+	}
+	if (arg[0] == '/' && under(arg, mnt)) {
+		snprintf(path, PATH_MAX, "%s", arg);
+	} else if (snprintf(path, PATH_MAX, "%s/%s", mnt, arg) >= PATH_MAX) {
+		fprintf(stderr, "gpupoolctl: %s: the cgroup's path is too long\n", arg);
+		return -1;
+	} else if (arg[0] == '/' && access(path, F_OK) && !access(arg, F_OK)) {
+		/* Not a cgroup's name, but a path that exists: the caller
+		 * says what it is (not a directory, cgroup v1, ...).
+		 */
+		snprintf(path, PATH_MAX, "%s", arg);
+	}
+	tidy_path(path);
+	*ret = EX_FAIL;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	err = errno;
+	if (err == ENOENT) {
+		fprintf(stderr, "gpupoolctl: no such cgroup: %s does not exist\n", path);
+		mount_hint(have_mnt, mnt);
+	} else if (err == ENOTDIR) {
+		fprintf(stderr, "gpupoolctl: %s is not a directory\n", path);
+		mount_hint(have_mnt, mnt);
+	} else {
+		fprintf(stderr, "gpupoolctl: cannot open %s: %s\n", path, strerror(err));
+	}
+	return -1;
+}
+
+/* fd (path) is a directory of a cgroup2 file system: EX_OK, or EX_FAIL
+ * after saying what it is instead.
+ */
+static int check_cgroup2(int fd, const char *path, bool have_mnt, const char *mnt)
+{
 	struct statfs sfs;
 	const char *fs;
-	int ret = EX_FAIL, fd;
 
-	memset(cg, 0, sizeof(*cg));
-	cg->fd = -1;
-	if (!strncmp(arg, "fd:", 3)) {
-		fd = open_fd_arg(arg, cand, sizeof(cand), &ret);
-		if (fd < 0)
-			return ret;
-	} else {
-		if (!*arg) {
-			fprintf(stderr, "gpupoolctl: an empty cgroup name (the root is /)\n");
-			return EX_USAGE;
-		}
-		if (strlen(arg) >= sizeof(cand)) {
-			fprintf(stderr, "gpupoolctl: a cgroup's path is shorter than %zu bytes\n",
-				sizeof(cand));
-			return EX_USAGE;
-		}
-		if (arg[0] == '/' && under(arg, mnt)) {
-			snprintf(cand, sizeof(cand), "%s", arg);
-		} else if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", mnt, arg) >=
-			   sizeof(cand)) {
-			fprintf(stderr, "gpupoolctl: %s: the cgroup's path is too long\n", arg);
-			return EX_USAGE;
-		} else if (arg[0] == '/' && access(cand, F_OK) && !access(arg, F_OK)) {
-			/* Not a cgroup's name, but a path that exists: say
-			 * what it is below (not a directory, cgroup v1, ...).
-			 */
-			snprintf(cand, sizeof(cand), "%s", arg);
-		}
-		tidy_path(cand);
-		fd = open(cand, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0) {
-			int err = errno;
-
-			if (err == ENOENT) {
-				fprintf(stderr, "gpupoolctl: no such cgroup: %s does not exist\n", cand);
-				mount_hint(have_mnt, mnt);
-			} else if (err == ENOTDIR) {
-				fprintf(stderr, "gpupoolctl: %s is not a directory\n", cand);
-				mount_hint(have_mnt, mnt);
-			} else {
-				fprintf(stderr, "gpupoolctl: cannot open %s: %s\n", cand,
-					strerror(err));
-			}
-			return EX_FAIL;
-		}
-	}
 	if (fstatfs(fd, &sfs)) {
-		fprintf(stderr, "gpupoolctl: %s: %s\n", cand, strerror(errno));
-		close(fd);
+		fprintf(stderr, "gpupoolctl: %s: %s\n", path, strerror(errno));
 		return EX_FAIL;
 	}
 	if ((unsigned long)sfs.f_type == CGROUP_SUPER_MAGIC) {
 		fprintf(stderr, "gpupoolctl: %s is in a cgroup v1 hierarchy: gpupool charges and limits\n"
-			"  cgroups of cgroup v2 (the unified hierarchy) only.\n", cand);
+			"  cgroups of cgroup v2 (the unified hierarchy) only.\n", path);
 		if (have_mnt)
 			fprintf(stderr, "  Name the cgroup under the cgroup2 mount, %s.\n", mnt);
 		else
 			mount_hint(have_mnt, mnt);
-		close(fd);
 		return EX_FAIL;
 	}
 	if ((unsigned long)sfs.f_type != CGROUP2_SUPER_MAGIC) {
 		fs = fs_name((unsigned long)sfs.f_type);
 		if (fs)
 			fprintf(stderr, "gpupoolctl: %s is not a cgroup: its file system is %s, not cgroup2\n",
-				cand, fs);
+				path, fs);
 		else
 			fprintf(stderr, "gpupoolctl: %s is not a cgroup: its file system (type %#lx) is not cgroup2\n",
-				cand, (unsigned long)sfs.f_type);
+				path, (unsigned long)sfs.f_type);
 		mount_hint(have_mnt, mnt);
-		close(fd);
 		return EX_FAIL;
+	}
+	return EX_OK;
+}
+
+int ctl_cgroup_open(const char *arg, struct ctl_cgroup *cg)
+{
+	char mnt[PATH_MAX], cand[PATH_MAX];
+	bool have_mnt = ctl_cgroup_mount(mnt, sizeof(mnt));
+	int ret = EX_FAIL, fd;
+
+	memset(cg, 0, sizeof(*cg));
+	cg->fd = -1;
+	if (!strncmp(arg, "fd:", 3))
+		fd = open_fd_arg(arg, cand, sizeof(cand), &ret);
+	else
+		fd = open_name_arg(arg, have_mnt, mnt, cand, &ret);
+	if (fd < 0)
+		return ret;
+	ret = check_cgroup2(fd, cand, have_mnt, mnt);
+	if (ret) {
+		close(fd);
+		return ret;
 	}
 	cg->fd = fd;
 	snprintf(cg->path, sizeof(cg->path), "%s", cand);
