@@ -3,11 +3,12 @@
  * ctl.h - what gpupoolctl's files share.  ctl_common.c: the paths, reading
  * /proc/gpupool, errors that say what to do, sizes written and read (the
  * one place that formats or parses a byte count), escaping of names and
- * files replaced whole.
- * ctl_cgroup.c: a cgroup named on the command line, and its dmem files.
- * ctl_limit.c: the limit command.  ctl_cdi.c: the cdi command (the CDI spec
- * for container runtimes).  ctl_run.c: the run command (a program under
- * the interposer).  gpupoolctl.c: the other commands, main.
+ * files replaced whole.  ctl_cgroup.c: a cgroup named on the command line,
+ * and its dmem files.  ctl_limit.c: the limit command.  ctl_cdi.c: the cdi
+ * command (the CDI spec for container runtimes).  ctl_prometheus.c: the
+ * prometheus command.  ctl_info.c: the info command.  ctl_run.c: the run
+ * command (a program under the interposer).  gpupoolctl.c: the other
+ * commands, main.
  */
 #ifndef GPUPOOL_CTL_H
 #define GPUPOOL_CTL_H
@@ -60,6 +61,10 @@ void json_str(const char *s);
 void json_str_to(FILE *out, const char *s);
 /* A name for a terminal: printable ASCII as is, other bytes as \ooo. */
 void text_name(const char *s);
+/* qsort's order of struct gpctl_cgroup: the largest first; the same
+ * bytes by path.
+ */
+int cgroup_by_bytes(const void *a, const void *b);
 /* A Prometheus label value, quoted and escaped. */
 void prom_label(FILE *out, const char *s);
 
@@ -132,9 +137,13 @@ int ctl_dmem_set(const struct ctl_cgroup *cg, uint64_t bytes);
  */
 void ctl_dmem_explain(const struct ctl_cgroup *cg, const char *file, int err);
 
+/* gpupoolctl info. */
+int cmd_info(const struct opts *o);
 /* gpupoolctl limit set|clear|show ...: args after "limit". */
 int cmd_limit(const struct opts *o, int argc, char **argv);
 /* gpupoolctl cdi [--output FILE] [--cdi-version V]. */
 int cmd_cdi(const struct opts *o);
+/* gpupoolctl prometheus [--textfile DIR] [--max-cgroups N]. */
+int cmd_prometheus(const struct opts *o);
 
 #endif /* GPUPOOL_CTL_H */

@@ -108,6 +108,15 @@ int read_pool(struct gpctl_pool *p)
 	return EX_OK;
 }
 
+int cgroup_by_bytes(const void *a, const void *b)
+{
+	const struct gpctl_cgroup *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return strcmp(x->path, y->path);
+}
+
 /* Formatting ------------------------------------------------------------------ */
 
 const char *fmt_size(char *buf, size_t len, uint64_t bytes, char unit)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * gpupoolctl - look at the gpupool pinned-memory pool, in the spirit of
- * `free` and `nvidia-smi`.  stat, top, map and prometheus read
- * /proc/gpupool (world-readable); `info` asks /dev/gpupool
+ * `free` and `nvidia-smi`.  stat, top, map and prometheus (ctl_prometheus.c)
+ * read /proc/gpupool (world-readable); `info` asks /dev/gpupool
  * (GPUPOOL_IOC_VERSION); `limit` (ctl_limit.c) sets and shows per-cgroup
  * limits; `cdi` (ctl_cdi.c) writes the CDI spec for container runtimes.
  *
@@ -21,7 +21,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -29,13 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <linux/gpupool.h>
 
 #include "ctl.h"
 
@@ -108,16 +103,6 @@ static void json_cgroups(const struct gpctl_pool *p)
 		printf(", \"denials\": %llu}", (unsigned long long)c->denials);
 	}
 	putchar(']');
-}
-
-/* Largest first; the same bytes by path. */
-static int cgroup_by_bytes(const void *a, const void *b)
-{
-	const struct gpctl_cgroup *x = a, *y = b;
-
-	if (x->bytes != y->bytes)
-		return x->bytes < y->bytes ? 1 : -1;
-	return strcmp(x->path, y->path);
 }
 
 /*
@@ -404,349 +389,6 @@ static int cmd_map(const struct opts *o)
 		       "mappings: 4 KiB entries");
 	gpctl_pool_free(&p);
 	return EX_OK;
-}
-
-/* prometheus ---------------------------------------------------------------- */
-
-struct metric {
-	const char *key;	/* whole-pool key; per node "Node<N>" + key */
-	const char *name;
-	const char *type;
-	const char *help;
-};
-
-/*
- * Per node where /proc/gpupool has per-node figures, else one pool-wide
- * series without labels: never both, so that sum() over a metric is the
- * pool's figure.
- */
-static const struct metric metrics[] = {
-	{ "PoolTotal", "gpupool_total_bytes", "gauge", "Memory the pool holds." },
-	{ "PoolFree", "gpupool_free_bytes", "gauge", "Free, zeroed, ready to allocate." },
-	{ "InUse", "gpupool_in_use_bytes", "gauge", "In live chunks." },
-	{ "PeakInUse", "gpupool_peak_in_use_bytes", "gauge", "Highest in-use since load." },
-	{ "Zeroing", "gpupool_zeroing_bytes", "gauge", "Released, waiting to be zeroed." },
-	{ "Quarantined", "gpupool_quarantined_bytes", "gauge", "Released but still pinned by others." },
-	{ "LargestFree", "gpupool_largest_free_bytes", "gauge", "Largest free chunk." },
-	{ "Fragmentation", "gpupool_fragmentation_ratio", "gauge", "1 - largest free / free." },
-	{ "ChunksInUse", "gpupool_chunks_in_use", "gauge", "Live chunks." },
-	{ "ChunksFree", "gpupool_chunks_free", "gauge", "Free chunks." },
-	{ "Allocs", "gpupool_allocs_total", "counter", "Successful allocations." },
-	{ "Frees", "gpupool_frees_total", "counter", "Chunks released." },
-	{ "FailedAllocs", "gpupool_failed_allocs_total", "counter", "Allocations refused for lack of memory." },
-	{ "Growths", "gpupool_growths_total", "counter", "Regions added after load." },
-	{ "LimitDenials", "gpupool_limit_denials_total", "counter", "Allocations refused by per_process_limit." },
-	{ "PoolLimit", "gpupool_limit_bytes", "gauge", "Growth limit (max_size); 0: no growth." },
-	{ "PerProcessLimit", "gpupool_per_process_limit_bytes", "gauge", "Most bytes one process may hold; 0: no limit." },
-};
-
-static void prom_value(FILE *out, const struct gpctl_field *f)
-{
-	if (f->unit == 'p')
-		fprintf(out, "%g\n", (double)f->value / 1e6);
-	else
-		fprintf(out, "%llu\n", (unsigned long long)f->value);
-}
-
-/* The field's node number when it is "Node<N>" + key, else -1. */
-static long node_of(const char *field, const char *key)
-{
-	char *end;
-	long nid;
-
-	if (strncmp(field, "Node", 4))
-		return -1;
-	nid = strtol(field + 4, &end, 10);
-	if (end == field + 4 || nid < 0 || strcmp(end, key))
-		return -1;
-	return nid;
-}
-
-/* The loaded module's version (MODULE_VERSION), or "unknown". */
-static void module_version(char *buf, size_t len)
-{
-	const char *path = getenv("GPUPOOL_MODULE_VERSION_PATH");
-	FILE *f = fopen(path ? path : "/sys/module/gpupool/version", "r");
-
-	snprintf(buf, len, "unknown");
-	if (f) {
-		if (fgets(buf, (int)len, f))
-			buf[strcspn(buf, "\n")] = 0;
-		fclose(f);
-	}
-}
-
-/*
- * The cgroup series, a bounded label set: at most max cgroups by name,
- * every limited one first, then the largest by bytes; the rest summed
- * into cgroup="other", so that each metric's sum over its series is the
- * sum over every Cgroup line.  (Each cgroup's figures include its
- * descendants': the pool's own figure is cgroup="/", not a sum.)
- */
-static int cgroup_rank(const void *a, const void *b)
-{
-	const struct gpctl_cgroup *x = *(const struct gpctl_cgroup *const *)a;
-	const struct gpctl_cgroup *y = *(const struct gpctl_cgroup *const *)b;
-	bool lx = x->limit != GPCTL_NO_LIMIT, ly = y->limit != GPCTL_NO_LIMIT;
-
-	if (lx != ly)
-		return lx ? -1 : 1;
-	return cgroup_by_bytes(x, y);
-}
-
-struct cg_series {
-	const char *name, *type, *help;
-	size_t off;		/* of the figure in struct gpctl_cgroup */
-	bool limited_only;	/* only where a limit is set; no "other" */
-	bool table_only;	/* not with dmem limits (the module's 0s) */
-};
-
-static const struct cg_series cg_series[] = {
-	{ "gpupool_cgroup_bytes", "gauge",
-	  "Bytes charged to the cgroup and its descendants.",
-	  offsetof(struct gpctl_cgroup, bytes), false, false },
-	{ "gpupool_cgroup_chunks", "gauge",
-	  "Chunks charged to the cgroup and its descendants.",
-	  offsetof(struct gpctl_cgroup, chunks), false, false },
-	{ "gpupool_cgroup_limit_bytes", "gauge",
-	  "The cgroup's limit (gpupoolctl limit set), where it has one.",
-	  offsetof(struct gpctl_cgroup, limit), true, true },
-	{ "gpupool_cgroup_denials_total", "counter",
-	  "Allocations refused by the cgroup's own limit.",
-	  offsetof(struct gpctl_cgroup, denials), false, true },
-};
-
-static uint64_t cg_figure(const struct gpctl_cgroup *c, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, (const char *)c + off, sizeof(v));
-	return v;
-}
-
-static void prom_cgroups(FILE *out, const struct gpctl_pool *p, long max)
-{
-	const struct gpctl_field *src = gpctl_field(p, "CgroupLimits");
-	bool dmem = src && !strcmp(src->text, "dmem");
-	const struct gpctl_cgroup **rank = NULL;
-	size_t i, m, named, n = p->nr_cgroups;
-	bool *shown = NULL;
-
-	if (!src && !n)
-		return;		/* a module without per-cgroup figures */
-	if (n) {
-		rank = malloc(n * sizeof(*rank));
-		shown = calloc(n, sizeof(*shown));
-		if (!rank || !shown) {
-			fprintf(stderr, "gpupoolctl: out of memory: no cgroup series\n");
-			goto out;
-		}
-	}
-	for (i = 0; i < n; i++)
-		rank[i] = &p->cgroups[i];
-	if (n)
-		qsort(rank, n, sizeof(*rank), cgroup_rank);
-	named = max < 0 || (size_t)max > n ? n : (size_t)max;
-	for (i = 0; i < named; i++)
-		shown[rank[i] - p->cgroups] = true;
-
-	for (m = 0; m < sizeof(cg_series) / sizeof(cg_series[0]); m++) {
-		const struct cg_series *cs = &cg_series[m];
-		uint64_t other = 0;
-		bool any = false;
-
-		for (i = 0; i < n; i++)
-			any |= shown[i] && (!cs->limited_only ||
-					    p->cgroups[i].limit != GPCTL_NO_LIMIT);
-		if ((cs->limited_only && !any) || (cs->table_only && dmem))
-			continue;
-		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", cs->name, cs->help,
-			cs->name, cs->type);
-		/* In the file's order (by path), as /proc/gpupool lists them. */
-		for (i = 0; i < n; i++) {
-			const struct gpctl_cgroup *c = &p->cgroups[i];
-
-			if (!shown[i]) {
-				other += cg_figure(c, cs->off);
-				continue;
-			}
-			if (cs->limited_only && c->limit == GPCTL_NO_LIMIT)
-				continue;
-			fprintf(out, "%s{cgroup=", cs->name);
-			prom_label(out, c->path);
-			fprintf(out, "} %llu\n", (unsigned long long)cg_figure(c, cs->off));
-		}
-		if (named < n && !cs->limited_only)
-			fprintf(out, "%s{cgroup=\"other\"} %llu\n", cs->name,
-				(unsigned long long)other);
-	}
-	fprintf(out, "# HELP gpupool_cgroup_limit_denials_total Allocations refused by any cgroup limit (module's table or dmem.max).\n"
-		"# TYPE gpupool_cgroup_limit_denials_total counter\n"
-		"gpupool_cgroup_limit_denials_total %llu\n",
-		(unsigned long long)gpctl_value(p, "CgroupDenials"));
-out:
-	free(rank);
-	free(shown);
-}
-
-static void prom_write(FILE *out, const struct gpctl_pool *p, long max_cgroups)
-{
-	const struct gpctl_field *abi = gpctl_field(p, "AbiVersion");
-	char modver[64];
-	size_t m, i;
-
-	module_version(modver, sizeof(modver));
-	fprintf(out, "# HELP gpupool_build_info The loaded module's version and ABI, and gpupoolctl's version.\n"
-		"# TYPE gpupool_build_info gauge\n"
-		"gpupool_build_info{version=");
-	prom_label(out, modver);
-	fprintf(out, ",abi_version=");
-	prom_label(out, abi ? abi->text : "unknown");
-	fprintf(out, ",tools_version=");
-	prom_label(out, GPUPOOL_VERSION);
-	fprintf(out, "} 1\n");
-
-	for (m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++) {
-		const struct metric *mt = &metrics[m];
-		const struct gpctl_field *f = gpctl_field(p, mt->key);
-		bool per_node = false;
-
-		for (i = 0; i < p->nr_fields && !per_node; i++)
-			per_node = node_of(p->fields[i].key, mt->key) >= 0;
-		if (!per_node && !f)
-			continue;
-		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", mt->name,
-			mt->help, mt->name, mt->type);
-		if (!per_node) {
-			fprintf(out, "%s ", mt->name);
-			prom_value(out, f);
-			continue;
-		}
-		for (i = 0; i < p->nr_fields; i++) {
-			long nid = node_of(p->fields[i].key, mt->key);
-
-			if (nid < 0)
-				continue;
-			fprintf(out, "%s{node=\"%ld\"} ", mt->name, nid);
-			prom_value(out, &p->fields[i]);
-		}
-	}
-	fprintf(out, "# HELP gpupool_holder_bytes Bytes counting against each holder process.\n"
-		"# TYPE gpupool_holder_bytes gauge\n");
-	for (i = 0; i < p->nr_holders; i++) {
-		const struct gpctl_holder *h = &p->holders[i];
-		uint64_t bytes = 0;
-		size_t j;
-
-		/* One series per label set: exited holders all have pid 0,
-		 * and two of them may share a name.  The first of each set
-		 * prints the sum.
-		 */
-		for (j = 0; j < i; j++)
-			if (p->holders[j].pid == h->pid &&
-			    !strcmp(p->holders[j].comm, h->comm))
-				break;
-		if (j < i)
-			continue;
-		for (j = i; j < p->nr_holders; j++)
-			if (p->holders[j].pid == h->pid &&
-			    !strcmp(p->holders[j].comm, h->comm))
-				bytes += p->holders[j].bytes;
-		fprintf(out, "gpupool_holder_bytes{pid=\"%lld\",comm=", (long long)h->pid);
-		prom_label(out, h->comm);
-		fprintf(out, "} %llu\n", (unsigned long long)bytes);
-	}
-	prom_cgroups(out, p, max_cgroups);
-}
-
-/*
- * --textfile DIR: DIR/gpupool.prom for node_exporter's textfile collector,
- * written whole (ctl_atomic_open: a scrape sees the old file or the new
- * one, never a part; the collector reads only names that end in .prom).
- */
-static int prom_textfile(const char *dir, const struct gpctl_pool *p,
-			 long max_cgroups)
-{
-	char path[PATH_MAX];
-	struct ctl_atomic w;
-	int ret;
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/gpupool.prom", dir) >= sizeof(path)) {
-		fprintf(stderr, "gpupoolctl: --textfile: path too long\n");
-		return EX_USAGE;
-	}
-	ret = ctl_atomic_open(&w, path, "--textfile", false);
-	if (ret)
-		return ret;
-	prom_write(w.f, p, max_cgroups);
-	return ctl_atomic_commit(&w);
-}
-
-static int cmd_prometheus(const struct opts *o)
-{
-	struct gpctl_pool p;
-	int ret = read_pool(&p);
-
-	if (ret)
-		return ret;
-	if (o->textfile)
-		ret = prom_textfile(o->textfile, &p, o->max_cgroups);
-	else
-		prom_write(stdout, &p, o->max_cgroups);
-	gpctl_pool_free(&p);
-	return ret;
-}
-
-/* info ---------------------------------------------------------------------- */
-
-static int cmd_info(const struct opts *o)
-{
-	struct gpupool_version v;
-	int fd = open(dev_path, O_RDWR | O_CLOEXEC), ret = EX_OK;
-
-	if (fd < 0)
-		return explain_open_error(dev_path, errno);
-	memset(&v, 0, sizeof(v));
-	if (ioctl(fd, GPUPOOL_IOC_VERSION, &v) < 0) {
-		fprintf(stderr, "gpupoolctl: GPUPOOL_IOC_VERSION: %s\n",
-			strerror(errno));
-		close(fd);
-		return EX_FAIL;
-	}
-	close(fd);
-	if (v.abi_major != GPUPOOL_ABI_MAJOR) {
-		fprintf(stderr, "gpupoolctl: the module speaks ABI %u.%u, these tools %u.%u: upgrade the %s\n",
-			v.abi_major, v.abi_minor, GPUPOOL_ABI_MAJOR,
-			GPUPOOL_ABI_MINOR,
-			v.abi_major > GPUPOOL_ABI_MAJOR ? "gpupool tools (and libgpupool)" :
-			"gpupool module");
-		ret = EX_ABI;
-	}
-	if (o->json) {
-		printf("{\"abi_major\": %u, \"abi_minor\": %u, \"min_lib_major\": %u, "
-		       "\"tools_abi_major\": %u, \"tools_abi_minor\": %u, "
-		       "\"pool_size\": %llu, \"granularity\": %llu, "
-		       "\"nr_nodes\": %u, \"node_mask\": %llu, \"features\": %llu}\n",
-		       v.abi_major, v.abi_minor, v.min_lib_major,
-		       GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR,
-		       (unsigned long long)v.pool_size,
-		       (unsigned long long)v.granularity, v.nr_nodes,
-		       (unsigned long long)v.node_mask,
-		       (unsigned long long)v.features);
-		return ret;
-	}
-	printf("module ABI:     %u.%u (accepts libraries from ABI %u)\n",
-	       v.abi_major, v.abi_minor, v.min_lib_major);
-	printf("gpupoolctl ABI: %u.%u\n", GPUPOOL_ABI_MAJOR, GPUPOOL_ABI_MINOR);
-	printf("pool size:      %llu bytes\n", (unsigned long long)v.pool_size);
-	printf("granularity:    %llu bytes\n", (unsigned long long)v.granularity);
-	printf("NUMA nodes:     %u (mask %#llx)\n", v.nr_nodes,
-	       (unsigned long long)v.node_mask);
-	printf("cgroup limits:  %s\n",
-	       !(v.features & GPUPOOL_FEATURE_CGROUP) ? "none (module before ABI 1.1)" :
-	       v.features & GPUPOOL_FEATURE_DMEM ? "dmem.max (dmem controller), region gpupool" :
-	       "the module's own (gpupoolctl limit)");
-	return ret;
 }
 
 /* main ---------------------------------------------------------------------- */

@@ -29,6 +29,8 @@
 #include "../../tools/ctl_cgroup.c"
 #include "../../tools/ctl_limit.c"
 #include "../../tools/ctl_cdi.c"
+#include "../../tools/ctl_prometheus.c"
+#include "../../tools/ctl_info.c"
 #include "../../tools/ctl_run.c"
 
 #include <sys/mman.h>
