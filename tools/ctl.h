@@ -8,7 +8,7 @@
  * command (the CDI spec for container runtimes).  ctl_prometheus.c: the
  * prometheus command.  ctl_info.c: the info command.  ctl_run.c: the run
  * command (a program under the interposer).  gpupoolctl.c: the other
- * commands, main.
+ * commands, the command table, main.
  */
 #ifndef GPUPOOL_CTL_H
 #define GPUPOOL_CTL_H
@@ -37,6 +37,8 @@ struct opts {
 	long max_cgroups;	/* prometheus: --max-cgroups N */
 	const char *output;	/* cdi: --output FILE */
 	const char *cdi_version; /* cdi: --cdi-version V */
+	int nargs;		/* the command's operands (limit: set ...) */
+	char **args;
 };
 
 /* The largest limit `limit set` takes: 2^63 bytes (8 EiB). */
@@ -139,8 +141,8 @@ void ctl_dmem_explain(const struct ctl_cgroup *cg, const char *file, int err);
 
 /* gpupoolctl info. */
 int cmd_info(const struct opts *o);
-/* gpupoolctl limit set|clear|show ...: args after "limit". */
-int cmd_limit(const struct opts *o, int argc, char **argv);
+/* gpupoolctl limit set|clear|show ...: o->args, the words after "limit". */
+int cmd_limit(const struct opts *o);
 /* gpupoolctl cdi [--output FILE] [--cdi-version V]. */
 int cmd_cdi(const struct opts *o);
 /* gpupoolctl prometheus [--textfile DIR] [--max-cgroups N]. */

@@ -448,8 +448,10 @@ static int limit_usage(const char *why)
 	return EX_USAGE;
 }
 
-int cmd_limit(const struct opts *o, int argc, char **argv)
+int cmd_limit(const struct opts *o)
 {
+	int argc = o->nargs;
+	char **argv = o->args;
 	struct ctl_cgroup cg;
 	uint64_t bytes = GPCTL_NO_LIMIT;
 	char why[160];

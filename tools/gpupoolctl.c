@@ -431,15 +431,111 @@ static void usage(FILE *out)
 		"             5 ABI mismatch (or a module too old for the command)\n");
 }
 
+/*
+ * The commands: each a name, the function that runs it and how many
+ * operands (words after the name: o->args) it takes at most (INT_MAX:
+ * any number).  A new command is one line here, its function declared
+ * in ctl.h.
+ */
+struct command {
+	const char *name;
+	int (*run)(const struct opts *o);
+	int max_args;
+};
+
+static const struct command commands[] = {
+	{ "info", cmd_info, 0 },
+	{ "stat", cmd_stat, 0 },
+	{ "top", cmd_top, 0 },
+	{ "map", cmd_map, 0 },
+	{ "prometheus", cmd_prometheus, 0 },
+	{ "limit", cmd_limit, 3 },	/* set|clear|show CGROUP [SIZE] */
+	{ "cdi", cmd_cdi, 0 },
+};
+
+static const struct command *find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
 /* The default of --max-cgroups: Prometheus series per cgroup metric. */
 #define DEFAULT_MAX_CGROUPS	100
 
-static int run(int argc, char **argv)
+/* What parse_option returns to go on with the next argument. */
+#define NEXT_ARG	(-1)
+
+/*
+ * The option argv[*i] (and its value, argv[*i + 1], which *i then
+ * passes) into o: NEXT_ARG, or the exit code to end with (after -h, or a
+ * usage error said).
+ */
+static int parse_option(struct opts *o, int argc, char **argv, int *i)
+{
+	char *a = argv[*i], *end;
+	bool has_value = *i + 1 < argc;
+
+	if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		usage(stdout);
+		return EX_OK;
+	} else if (!strcmp(a, "--json")) {
+		o->json = true;
+	} else if (!strcmp(a, "--textfile") && has_value) {
+		o->textfile = argv[++*i];
+	} else if (!strcmp(a, "--output") && has_value) {
+		o->output = argv[++*i];
+	} else if (!strcmp(a, "--cdi-version") && has_value) {
+		o->cdi_version = argv[++*i];
+	} else if (!strcmp(a, "--max-cgroups") && has_value) {
+		const char *v = argv[++*i];
+		long n;
+
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (*end || end == v || errno || n < 0 || n > 1000000) {
+			fprintf(stderr, "gpupoolctl: --max-cgroups wants a number from 0 to 1000000, not '%s'\n",
+				v);
+			return EX_USAGE;
+		}
+		o->max_cgroups = n;
+	} else if (!strcmp(a, "-b") || !strcmp(a, "-k") ||
+		   !strcmp(a, "-m") || !strcmp(a, "-g")) {
+		o->unit = a[1];
+	} else if ((!strcmp(a, "-n") || !strcmp(a, "-d")) && has_value) {
+		const char *v = argv[++*i];
+		double n = strtod(v, &end);
+
+		if (*end || end == v || n <= 0 || n > 1e6) {
+			fprintf(stderr, "gpupoolctl: %s wants a positive number, not '%s'\n",
+				a, v);
+			return EX_USAGE;
+		}
+		if (a[1] == 'n')
+			o->iterations = (long)n;
+		else
+			o->delay = n;
+	} else {
+		fprintf(stderr, "gpupoolctl: unexpected argument '%s'\n", a);
+		usage(stderr);
+		return EX_USAGE;
+	}
+	return NEXT_ARG;
+}
+
+/*
+ * The command line: options anywhere, the command's name first of the
+ * other words, its operands after it (pos, room for argc of them).
+ */
+static int run(int argc, char **argv, char **pos)
 {
 	struct opts o = { .unit = 'h', .delay = 2.0,
 			  .max_cgroups = DEFAULT_MAX_CGROUPS };
-	char *pos[4];
-	int i, npos = 0;
+	const struct command *cmd = NULL;
+	int i, ret, npos = 0;
 	bool dashdash = false;
 
 	if (getenv("GPUPOOL_PROC_PATH"))
@@ -448,96 +544,57 @@ static int run(int argc, char **argv)
 		dev_path = getenv("GPUPOOL_DEV_PATH");
 	for (i = 1; i < argc; i++) {
 		char *a = argv[i];
-		char *end;
 
-		/* After "limit", "-5" is a size (refused as negative), and
-		 * "--" ends the options.
+		/* After a command that takes operands, "-5" is one (limit's
+		 * size, refused as negative), and "--" ends the options.
 		 */
 		if (dashdash || a[0] != '-' ||
-		    (npos && !strcmp(pos[0], "limit") && a[1] >= '0' && a[1] <= '9')) {
-			if (npos == (int)(sizeof(pos) / sizeof(pos[0])) ||
-			    (npos && strcmp(pos[0], "limit"))) {
+		    (cmd && cmd->max_args && a[1] >= '0' && a[1] <= '9')) {
+			if (npos && (!cmd || npos > cmd->max_args)) {
 				fprintf(stderr, "gpupoolctl: unexpected argument '%s'\n", a);
 				usage(stderr);
 				return EX_USAGE;
 			}
+			if (!npos)
+				cmd = find_command(a);
 			pos[npos++] = a;
 		} else if (!strcmp(a, "--")) {
 			dashdash = true;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return EX_OK;
-		} else if (!strcmp(a, "--json")) {
-			o.json = true;
-		} else if (!strcmp(a, "--textfile") && i + 1 < argc) {
-			o.textfile = argv[++i];
-		} else if (!strcmp(a, "--output") && i + 1 < argc) {
-			o.output = argv[++i];
-		} else if (!strcmp(a, "--cdi-version") && i + 1 < argc) {
-			o.cdi_version = argv[++i];
-		} else if (!strcmp(a, "--max-cgroups") && i + 1 < argc) {
-			long v;
-
-			errno = 0;
-			v = strtol(argv[++i], &end, 10);
-			if (*end || end == argv[i] || errno || v < 0 || v > 1000000) {
-				fprintf(stderr, "gpupoolctl: --max-cgroups wants a number from 0 to 1000000, not '%s'\n",
-					argv[i]);
-				return EX_USAGE;
-			}
-			o.max_cgroups = v;
-		} else if (!strcmp(a, "-b") || !strcmp(a, "-k") ||
-			   !strcmp(a, "-m") || !strcmp(a, "-g")) {
-			o.unit = a[1];
-		} else if ((!strcmp(a, "-n") || !strcmp(a, "-d")) && i + 1 < argc) {
-			double v = strtod(argv[++i], &end);
-
-			if (*end || end == argv[i] || v <= 0 || v > 1e6) {
-				fprintf(stderr, "gpupoolctl: %s wants a positive number, not '%s'\n",
-					a, argv[i]);
-				return EX_USAGE;
-			}
-			if (a[1] == 'n')
-				o.iterations = (long)v;
-			else
-				o.delay = v;
 		} else {
-			fprintf(stderr, "gpupoolctl: unexpected argument '%s'\n", a);
-			usage(stderr);
-			return EX_USAGE;
+			ret = parse_option(&o, argc, argv, &i);
+			if (ret != NEXT_ARG)
+				return ret;
 		}
 	}
 	if (!npos) {
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if (!strcmp(pos[0], "info"))
-		return cmd_info(&o);
-	if (!strcmp(pos[0], "stat"))
-		return cmd_stat(&o);
-	if (!strcmp(pos[0], "top"))
-		return cmd_top(&o);
-	if (!strcmp(pos[0], "map"))
-		return cmd_map(&o);
-	if (!strcmp(pos[0], "prometheus"))
-		return cmd_prometheus(&o);
-	if (!strcmp(pos[0], "limit"))
-		return cmd_limit(&o, npos - 1, pos + 1);
-	if (!strcmp(pos[0], "cdi"))
-		return cmd_cdi(&o);
-	fprintf(stderr, "gpupoolctl: unknown command '%s'\n", pos[0]);
-	usage(stderr);
-	return EX_USAGE;
+	if (!cmd) {
+		fprintf(stderr, "gpupoolctl: unknown command '%s'\n", pos[0]);
+		usage(stderr);
+		return EX_USAGE;
+	}
+	o.nargs = npos - 1;
+	o.args = pos + 1;
+	return cmd->run(&o);
 }
 
 int main(int argc, char **argv)
 {
+	char **pos;
 	int ret;
 
 	/* run's arguments are a command's: its own parser (ctl_run.c). */
 	if (argc > 1 && !strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
-	ret = run(argc, argv);
+	pos = calloc((size_t)argc, sizeof(*pos));
+	if (!pos) {
+		fprintf(stderr, "gpupoolctl: out of memory\n");
+		return EX_FAIL;
+	}
+	ret = run(argc, argv, pos);
+	free(pos);
 
 	/* A full disk under `gpupoolctl prometheus > file` is a failure. */
 	if (fflush(stdout) || ferror(stdout)) {
