@@ -224,5 +224,27 @@ if [ -n "$need72" ] &&
 	apt-cache policy linux-source-7.2 >&2
 	exit 1
 fi
+
+# The kernel images last, in an apt-get call of their own, with the
+# initramfs generator already in place.  Each image builds its initramfs
+# when it is configured; packages with initramfs hooks (busybox-static,
+# udev, kmod, klibc-utils) unpacked in the same call would have it built
+# once more, for nothing, by their trigger at the end of the call (on a
+# bare Debian 12, 36-65 s of the demo's apt step: docs/development.md).
+# initramfs-tools is what apt would pick for the images anyway, unless
+# another generator is installed.
+images="" rest=""
+for p in $missing $need612 $need72; do
+	case $p in
+	linux-image-*) images="$images $p" ;;
+	*) rest="$rest $p" ;;
+	esac
+done
+if [ -n "$images" ] && ! have initramfs-tools && ! have dracut &&
+   ! have tiny-initramfs; then
+	rest="$rest initramfs-tools"
+fi
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $missing $need612 $need72
+[ -z "$rest" ] || apt-get install -y -q --no-install-recommends $rest
+# shellcheck disable=SC2086
+[ -z "$images" ] || apt-get install -y -q --no-install-recommends $images
