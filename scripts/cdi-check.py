@@ -49,7 +49,12 @@ FIELDS = {
               "additionalGids", "netDevices"},
     "node": {"path", "hostPath", "type", "major", "minor", "fileMode",
              "permissions", "uid", "gid"},
+    "mount": {"hostPath", "containerPath", "options", "type"},
 }
+# The devices, and each one's interposer mode (None: no interposer): the
+# interposer's two are there where gpupoolctl found the library.
+DEVICES = {"default": None, "interpose": "strict",
+           "interpose-fallback": "fallback"}
 SINCE = {"hostPath": (0, 5, 0), "annotations": (0, 6, 0),
          "intelRdt": (0, 7, 0), "additionalGids": (0, 7, 0),
          "netDevices": (1, 1, 0)}
@@ -111,41 +116,77 @@ def problems(spec, val, node=None, want_version=None):
     if kind != KIND:
         out.append("kind %r, not %r" % (kind, KIND))
     devs = spec["devices"]
-    if len(devs) != 1:
-        out.append("%d devices, wanted one" % len(devs))
-    nodes = []
-    env = []
+    names = [d.get("name") for d in devs]
+    if names not in (["default"], list(DEVICES)):
+        out.append("devices %r: wanted default, and interpose and "
+                   "interpose-fallback where the interposer is" % names)
     for i, d in enumerate(devs):
         where = "devices[%d]" % i
         fields(d, "device", where)
         if not re.fullmatch(NAME, d["name"]) or \
                 (d["name"][0].isdigit() and ver < (0, 5, 0)):
             out.append("%s: name %r is not a device name" % (where, d["name"]))
-        if d["name"] != "default":
-            out.append("%s: name %r, not 'default'" % (where, d["name"]))
         ed = d["containerEdits"]
         fields(ed, "edits", where + ".containerEdits")
         for j, n in enumerate(ed.get("deviceNodes") or []):
             fields(n, "node", "%s.deviceNodes[%d]" % (where, j))
-            nodes.append(n)
-        env += ed.get("env") or []
-        if "additionalGids" in ed and node and \
-                ed["additionalGids"] != [node.st_gid]:
-            out.append("additionalGids %r, the node's group is %d" % (
-                ed["additionalGids"], node.st_gid))
-        if "additionalGids" not in ed and node and node.st_gid and \
-                ver >= (0, 7, 0):
-            out.append("no additionalGids in a %s spec" % spec["cdiVersion"])
+        for j, m in enumerate(ed.get("mounts") or []):
+            fields(m, "mount", "%s.mounts[%d]" % (where, j))
+        out += edit_problems(ed, where, DEVICES.get(d["name"]), node, ver,
+                             spec["cdiVersion"])
     if "containerEdits" in spec:
         fields(spec["containerEdits"], "edits", "containerEdits")
+    return out
+
+
+def edit_problems(ed, where, mode, node, ver, cdi_version):
+    """One device's containerEdits: its env, its one device node, its
+    group, and with mode (strict or fallback) the interposer's env and
+    mount."""
+    out = []
+    env = ed.get("env") or []
     for e in env:
         if not isinstance(e, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", e):
-            out.append("env %r is not NAME=VALUE" % (e,))
+            out.append("%s: env %r is not NAME=VALUE" % (where, e))
     if "GPUPOOL_BACKEND=kernel" not in env:
-        out.append("no GPUPOOL_BACKEND=kernel in env")
+        out.append("%s: no GPUPOOL_BACKEND=kernel in env" % where)
+    if mode:
+        out += interposer_problems(ed, env, where, mode)
+    elif "mounts" in ed or any(str(e).startswith("LD_PRELOAD=") for e in env):
+        out.append("%s: a mount or LD_PRELOAD without the interposer" % where)
+    if "additionalGids" in ed and node and \
+            ed["additionalGids"] != [node.st_gid]:
+        out.append("%s: additionalGids %r, the node's group is %d" % (
+            where, ed["additionalGids"], node.st_gid))
+    if "additionalGids" not in ed and node and node.st_gid and \
+            ver >= (0, 7, 0):
+        out.append("%s: no additionalGids in a %s spec" % (where, cdi_version))
+    nodes = ed.get("deviceNodes") or []
     if len(nodes) != 1:
-        return out + ["%d device nodes, wanted one" % len(nodes)]
-    n = nodes[0]
+        return out + ["%s: %d device nodes, wanted one" % (where, len(nodes))]
+    return out + node_problems(nodes[0], node)
+
+
+def interposer_problems(ed, env, where, mode):
+    out = []
+    pre = [e[len("LD_PRELOAD="):] for e in env if e.startswith("LD_PRELOAD=")]
+    if len(pre) != 1 or not pre[0].startswith("/") or \
+            not pre[0].endswith("/libgpupool-interpose.so"):
+        return ["%s: LD_PRELOAD %r, wanted the interposer's absolute path"
+                % (where, pre)]
+    if "GPUPOOL_INTERPOSE_MODE=%s" % mode not in env:
+        out.append("%s: no GPUPOOL_INTERPOSE_MODE=%s" % (where, mode))
+    mounts = ed.get("mounts") or []
+    if len(mounts) != 1 or mounts[0].get("hostPath") != pre[0] or \
+            mounts[0].get("containerPath") != pre[0] or \
+            not {"ro", "bind"} <= set(mounts[0].get("options") or []):
+        out.append("%s: mounts %r: wanted %s read-only at the same path"
+                   % (where, mounts, pre[0]))
+    return out
+
+
+def node_problems(n, node):
+    out = []
     if n["path"] != NODE:
         out.append("device node path %r, not %s" % (n["path"], NODE))
     if not n.get("hostPath", n["path"]).startswith("/"):
@@ -337,6 +378,8 @@ def cases(ctl, val, t):
              "spec (group gpupool, gid %d, mode 0660)" % g.gr_gid)
 
     # The checks themselves catch what the schema does not.
+    interposer_cases(ctl, val, t, null)
+
     _, spec = spec_of(ctl, "/dev/null")
     bad = []
     if spec is not None:
@@ -355,6 +398,43 @@ def cases(ctl, val, t):
     t.ok(bad if spec is not None else ["no spec"],
          "the checks catch a kind without a vendor, another path, "
          "additionalGids in 0.5.0, an unknown field")
+
+
+def interposer_cases(ctl, val, t, null):
+    """The interposer's devices: there where gpupoolctl finds the library
+    (beside it in the build tree), gone where it finds none."""
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(ctl))),
+                       "userlib", "libgpupool-interpose.so")
+    if not os.path.exists(lib):
+        t.skip("gpupoolctl cdi: the interposer's devices", "%s not built" % lib)
+        return
+    bad, spec = spec_of(ctl, "/dev/null")
+    if spec is not None:
+        bad += problems(spec, val, null, PODMAN_43_NEWEST)
+        names = [d["name"] for d in spec["devices"]]
+        if names != list(DEVICES):
+            bad.append("devices %r" % names)
+        elif spec["devices"][1]["containerEdits"]["mounts"][0]["hostPath"] \
+                != os.path.realpath(lib):
+            bad.append("the interposer mounted from %r, not %s" % (
+                spec["devices"][1]["containerEdits"]["mounts"], lib))
+        broken = json.loads(json.dumps(spec))
+        del broken["devices"][1]["containerEdits"]["mounts"]
+        if not problems(broken, val, null):
+            bad.append("an interposer device without its mount passed")
+    t.ok(bad, "gpupoolctl cdi with the interposer built: devices interpose "
+         "(strict) and interpose-fallback, LD_PRELOAD and the library "
+         "mounted read-only, valid")
+    env = dict(os.environ, GPUPOOL_DEV_PATH="/dev/null", LC_ALL="C",
+               GPUPOOL_INTERPOSE_LIBRARY="/nonexistent/libgpupool-interpose.so")
+    r = subprocess.run([ctl, "cdi"], env=env, capture_output=True, text=True)
+    try:
+        names = [d["name"] for d in json.loads(r.stdout)["devices"]]
+    except (ValueError, KeyError):
+        names = None
+    t.ok([] if r.returncode == 0 and names == ["default"]
+         else ["exit %d, devices %r" % (r.returncode, names)],
+         "gpupoolctl cdi where the interposer is not: the default device alone")
 
 
 def default_ctl():

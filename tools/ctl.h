@@ -96,6 +96,10 @@ int ctl_atomic_commit(struct ctl_atomic *w);
  * not exec() the command.
  */
 int cmd_run(int argc, char **argv);
+/* The interposer's path (the one given, or found as `run` finds it) into
+ * out: EX_OK, or EX_FAIL (said unless quiet) when there is none.
+ */
+int ctl_interposer(const char *given, char out[PATH_MAX], bool quiet);
 
 /* The dmem region the module registers (dmem.max: "gpupool <bytes>"). */
 #define DMEM_REGION	"gpupool"

@@ -5,10 +5,14 @@
  *
  *   gpupoolctl cdi [--output FILE] [--cdi-version VERSION]
  *
- * One device, gpupool.io/pool=default: the node /dev/gpupool with the
+ * The device gpupool.io/pool=default: the node /dev/gpupool with the
  * owner, group and mode it has on this host (its stat), read-write in the
  * device cgroup, and GPUPOOL_BACKEND=kernel, so that libgpupool in the
- * container uses the module.  The node's major and minor are left out:
+ * container uses the module.  Where the interposer is installed (as `run`
+ * finds it), two more: gpupool.io/pool=interpose and
+ * interpose-fallback, the same and the interposer mounted read-only at its
+ * own path, LD_PRELOAD naming it, GPUPOOL_INTERPOSE_MODE strict or
+ * fallback (docs/interpose.md).  The node's major and minor are left out:
  * the runtime takes them from the host's node when it creates a container
  * (the CDI library does so for a node without them), so the spec stays
  * right when the module is reloaded and misc hands it another minor.
@@ -110,23 +114,27 @@ static int node_info(struct node *nd)
 	return EX_OK;
 }
 
-static void spec_write(FILE *f, const struct node *nd, const char *version)
+/* One device's entry: name, its mode for the interposer (NULL: none). */
+static void device_write(FILE *f, const struct node *nd, bool gids,
+			 const char *name, const char *lib, const char *mode)
 {
-	bool gids = version_code(version) >= version_code("0.7.0");
-
-	fprintf(f, "{\n"
-		"  \"cdiVersion\": \"%s\",\n"
-		"  \"kind\": \"" CDI_KIND "\",\n"
-		"  \"devices\": [\n"
-		"    {\n"
-		"      \"name\": \"" CDI_DEVICE "\",\n"
+	fprintf(f, "    {\n"
+		"      \"name\": \"%s\",\n"
 		"      \"containerEdits\": {\n"
 		"        \"env\": [\n"
-		"          \"GPUPOOL_BACKEND=kernel\"\n"
-		"        ],\n"
+		"          \"GPUPOOL_BACKEND=kernel\"", name);
+	if (mode) {
+		char preload[PATH_MAX + 16];
+
+		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib);
+		fprintf(f, ",\n          ");
+		json_str_to(f, preload);
+		fprintf(f, ",\n          \"GPUPOOL_INTERPOSE_MODE=%s\"", mode);
+	}
+	fprintf(f, "\n        ],\n"
 		"        \"deviceNodes\": [\n"
 		"          {\n"
-		"            \"path\": \"" CDI_NODE "\",\n", version);
+		"            \"path\": \"" CDI_NODE "\",\n");
 	if (strcmp(dev_path, CDI_NODE)) {
 		fprintf(f, "            \"hostPath\": ");
 		json_str_to(f, dev_path);
@@ -138,35 +146,61 @@ static void spec_write(FILE *f, const struct node *nd, const char *version)
 		"            \"uid\": %u,\n"
 		"            \"gid\": %u\n"
 		"          }\n"
-		"        ]%s\n",
-		nd->mode, (unsigned int)nd->uid, (unsigned int)nd->gid,
-		gids && nd->gid ? "," : "");
+		"        ]",
+		nd->mode, (unsigned int)nd->uid, (unsigned int)nd->gid);
+	if (mode) {
+		fprintf(f, ",\n        \"mounts\": [\n          {\n            \"hostPath\": ");
+		json_str_to(f, lib);
+		fprintf(f, ",\n            \"containerPath\": ");
+		json_str_to(f, lib);
+		fprintf(f, ",\n            \"options\": [\"ro\", \"nosuid\", \"nodev\", \"bind\"]\n"
+			"          }\n        ]");
+	}
 	if (gids && nd->gid)
-		fprintf(f, "        \"additionalGids\": [\n"
+		fprintf(f, ",\n        \"additionalGids\": [\n"
 			"          %u\n"
-			"        ]\n", (unsigned int)nd->gid);
-	fprintf(f, "      }\n"
-		"    }\n"
-		"  ]\n"
-		"}\n");
+			"        ]", (unsigned int)nd->gid);
+	fprintf(f, "\n      }\n    }");
+}
+
+/* lib: the interposer, or NULL (then only the default device). */
+static void spec_write(FILE *f, const struct node *nd, const char *version,
+		       const char *lib)
+{
+	bool gids = version_code(version) >= version_code("0.7.0");
+
+	fprintf(f, "{\n"
+		"  \"cdiVersion\": \"%s\",\n"
+		"  \"kind\": \"" CDI_KIND "\",\n"
+		"  \"devices\": [\n", version);
+	device_write(f, nd, gids, CDI_DEVICE, NULL, NULL);
+	if (lib) {
+		fprintf(f, ",\n");
+		device_write(f, nd, gids, "interpose", lib, "strict");
+		fprintf(f, ",\n");
+		device_write(f, nd, gids, "interpose-fallback", lib, "fallback");
+	}
+	fprintf(f, "\n  ]\n}\n");
 }
 
 /* --output FILE: written whole (ctl_atomic_open), its directory made. */
 static int spec_file(const char *path, const struct node *nd,
-		     const char *version)
+		     const char *version, const char *lib)
 {
 	struct ctl_atomic w;
 	int ret = ctl_atomic_open(&w, path, "--output", true);
 
 	if (ret)
 		return ret;
-	spec_write(w.f, nd, version);
+	spec_write(w.f, nd, version, lib);
 	return ctl_atomic_commit(&w);
 }
 
 int cmd_cdi(const struct opts *o)
 {
 	const char *version = o->cdi_version ? o->cdi_version : "0.5.0";
+	char lib[PATH_MAX];
+	const char *ip;
 	struct group *g;
 	struct node nd;
 	size_t i;
@@ -183,15 +217,16 @@ int cmd_cdi(const struct opts *o)
 	ret = node_info(&nd);
 	if (ret)
 		return ret;
+	ip = ctl_interposer(NULL, lib, true) ? NULL : lib;
 	g = getgrgid(nd.gid);
 	if (!nd.found)
 		fprintf(stderr, "gpupoolctl: no %s (module not loaded): the spec of the packaged setup, group %s (gid %u), mode %04o\n",
 			dev_path, PKG_GROUP, (unsigned int)nd.gid, nd.mode);
 	if (!o->output) {
-		spec_write(stdout, &nd, version);
+		spec_write(stdout, &nd, version, ip);
 		return EX_OK;
 	}
-	ret = spec_file(o->output, &nd, version);
+	ret = spec_file(o->output, &nd, version, ip);
 	if (!ret && nd.found)
 		fprintf(stderr, "gpupoolctl: wrote %s: " CDI_KIND "=" CDI_DEVICE
 			", %s (%u:%u) group %s (gid %u), mode %04o\n",

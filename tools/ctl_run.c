@@ -46,9 +46,10 @@ static void run_usage(FILE *out)
 }
 
 /* The interposer: --library, $GPUPOOL_INTERPOSE_LIBRARY, the build tree's
- * (<O>/tools/gpupoolctl -> <O>/userlib/), the installed one.
+ * (<O>/tools/gpupoolctl -> <O>/userlib/), the installed one.  quiet: say
+ * nothing when there is none (cdi).
  */
-static int find_library(const char *given, char out[PATH_MAX])
+int ctl_interposer(const char *given, char out[PATH_MAX], bool quiet)
 {
 	const char *env = getenv("GPUPOOL_INTERPOSE_LIBRARY");
 	char self[PATH_MAX], tree[PATH_MAX + 64];
@@ -65,6 +66,8 @@ static int find_library(const char *given, char out[PATH_MAX])
 	}
 	/* LD_PRELOAD takes a path relative to the command's directory. */
 	if (!realpath(given, out) || access(out, R_OK)) {
+		if (quiet)
+			return EX_FAIL;
 		fprintf(stderr, "gpupoolctl run: no interposer at %s: %s\n"
 			"  (install libgpupool1, or name it with --library PATH)\n",
 			given, strerror(errno));
@@ -145,7 +148,7 @@ int cmd_run(int argc, char **argv)
 		run_usage(stderr);
 		return EX_USAGE;
 	}
-	ret = find_library(o.library, lib);
+	ret = ctl_interposer(o.library, lib, false);
 	if (ret)
 		return ret;
 	if (set_preload(lib) ||
