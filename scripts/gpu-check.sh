@@ -10,6 +10,12 @@
 #   3. bench/lib_bench against the real runtime: the device pool on every
 #      trace, then host-to-device copies from a gpupool chunk, from
 #      cudaHostAlloc memory and from pageable malloc memory
+#   4. PyTorch under the interposer (gpupoolctl run, scripts/gpu-interpose.py):
+#      torch.empty(pin_memory=True), pin_memory() and DataLoader(pin_memory=
+#      True) served by the pool, is_pinned(), the copies right, a CUDA graph
+#      of a non_blocking copy from an interposed tensor; host-to-device
+#      GB/s with the interposer over without; the first pin_memory() of 1,
+#      8 and 32 GiB, seconds per GiB, with and without
 # Environment: GPUPOOL_CUDART (default: /usr/local/cuda/lib64/libcudart.so.13,
 # else libcudart.so.13 from the loader's path), PYTHON (default python3).
 # Logs and counts go to $RESULTS_DIR (default build/results); the exit status
@@ -61,4 +67,24 @@ echo "== lib_bench, real runtime"
 # The generated traces where `make -C bench bfc` made them.
 LIB_BENCH_DEVICE_ONLY=1 timeout -k 5 300 "$O/bench/lib_bench" \
 	"$top"/bench/data/*.csv $(ls "$O"/bench/gen_*.csv 2>/dev/null) || status=1
+
+# The module's pool where it is loaded, else libgpupool's own.
+backend=user
+[ -w /dev/gpupool ] && backend=kernel
+echo "== PyTorch under the interposer (gpupoolctl run, $backend backend)"
+# The same command under the interposer: "${ip[@]}" COMMAND...
+ip=("$O/tools/gpupoolctl" run --backend "$backend"
+    --stats "$results/interpose-stats.txt" --)
+pyip=("$py" "$top/scripts/gpu-interpose.py")
+rm -f "$results/interpose-stats.txt"
+timeout -k 5 300 "${ip[@]}" "${pyip[@]}" check || status=1
+without=$(timeout -k 5 300 "${pyip[@]}" bandwidth | sed -n 's/^h2d GB\/s: //p')
+with=$(timeout -k 5 300 "${ip[@]}" "${pyip[@]}" bandwidth | sed -n 's/^h2d GB\/s: //p')
+echo "h2d GB/s from a 1 GiB pinned tensor: $with with the interposer, $without without" \
+	"($(awk -v a="$with" -v b="$without" 'BEGIN { if (b > 0) printf "%.3fx", a / b; else print "-" }'))"
+for gib in 1 8 32; do
+	echo "without: $(timeout -k 5 600 "${pyip[@]}" first-pin $gib)"
+	echo "with:    $(timeout -k 5 600 "${ip[@]}" "${pyip[@]}" first-pin $gib)"
+done
+sed 's/^/  /' "$results/interpose-stats.txt"
 exit $status
