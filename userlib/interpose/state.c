@@ -47,6 +47,10 @@ static struct {
 	unsigned int gen;	/* fork() generation of this process */
 	unsigned int ready;	/* gen + 1 once the pool is opened or failed */
 	struct gp_ctx *ctx;	/* this generation's pool, or NULL */
+	/* The parents' pools, never used here but kept reachable (a leak
+	 * checker in the child would report them otherwise).
+	 */
+	struct gp_ctx *parents[8];
 	int said[GP_INTERPOSE_NR_WHY + 1];
 } IP;
 
@@ -72,6 +76,8 @@ static void ip_fork_child(void)
 	int mode = ip_stats.mode;
 
 	ip_table_unlock_all(1);
+	if (IP.ctx)
+		IP.parents[IP.gen % 8] = IP.ctx;
 	IP.gen++;
 	__atomic_store_n(&IP.ready, 0, __ATOMIC_RELEASE);
 	IP.ctx = NULL;
