@@ -7,7 +7,9 @@
  * or dmem.max where the kernel has dmem).  It asks for 3 MiB at a time
  * until the pool stops serving it:
  *  - its requests are served by the pool and charged to its cgroup, which
- *    /proc/gpupool shows while it holds them, and uncharged when it exits;
+ *    /proc/gpupool (and dmem.current) shows while it holds them, with the
+ *    refusal counted there (in the module's table), and uncharged when it
+ *    exits;
  *  - strict mode: the request past the limit fails with CUDA's
  *    out-of-memory error, counted as refused by the limit;
  *  - fallback mode: that request is served by CUDA (the driver double's
@@ -179,7 +181,13 @@ static void run_job(struct __test_metadata *_metadata, FIXTURE_DATA(ip) *self,
 	ASSERT_EQ(1, cg_proc_line(cg_proc(), cg_rel(&self->env, "job", path,
 						     sizeof(path)), &l));
 	EXPECT_EQ((long long)(held.usage >> 10), l.kb);
-	EXPECT_LE(1, l.denials);
+	/* The refusal: the module's table counts it, dmem its own charge. */
+	if (self->env.dmem) {
+		EXPECT_EQ((long long)held.usage,
+			  cg_dmem_value(&self->env, "job", "dmem.current"));
+	} else {
+		EXPECT_LE(1, l.denials);
+	}
 	EXPECT_EQ(0, ip_finish(&c));
 	EXPECT_GE(held.usage, said[1]);
 	EXPECT_LE(held.usage, IP_LIMIT);
