@@ -48,6 +48,8 @@ struct gp_interpose_stats {
 	uint64_t served_driver;		/* of which through the driver API */
 	uint64_t freed;			/* pool buffers freed */
 	uint64_t live_bytes;		/* bytes asked of buffers not freed */
+	uint64_t reserved;		/* bytes of the pool's segments mapped
+					 * for this process now */
 	uint64_t fell_back[GP_INTERPOSE_NR_WHY];	/* to CUDA, by why */
 	uint64_t fell_back_bytes[GP_INTERPOSE_NR_WHY];
 	uint64_t refused[GP_INTERPOSE_NR_WHY];		/* strict: failed */

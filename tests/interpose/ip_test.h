@@ -205,21 +205,6 @@ static inline int ip_on_kernel_backend(void)
 	return b && !strcmp(b, "kernel");
 }
 
-/* The size of the mapping holding p (/proc/self/maps), 0 if none. */
-static inline unsigned long ip_mapping_size(const void *p)
-{
-	unsigned long lo, hi, a = (unsigned long)p, n = 0;
-	char line[512];
-	FILE *f = fopen("/proc/self/maps", "r");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi)
-			n = hi - lo;
-	if (f)
-		fclose(f);
-	return n;
-}
-
 /* How many lines of file hold s. */
 static inline int ip_count_lines(const char *file, const char *s)
 {

@@ -115,46 +115,33 @@ static int gp_host_alloc_own(struct gp_ctx *ctx, size_t size, void **ptr)
 	return 0;
 }
 
-GP_API int gp_host_alloc(struct gp_ctx *ctx, size_t size, unsigned int flags,
-			 void **ptr)
+/* host_lock held.  A block of size from its pool, tagged with tag (0:
+ * none) in its chunk.
+ */
+static int gp_host_take(struct gp_ctx *ctx, size_t size, uint64_t tag,
+			void **ptr)
 {
+	int kind = size <= GP_HOST_SMALL_MAX ? GP_POOL_SMALL : GP_POOL_LARGE;
+	struct gp_hpool *hp = &ctx->host->hp[kind];
 	struct bfc_chunk_info ci;
-	struct gp_hpool *hp;
 	struct gp_seg *seg;
 	bool grown = false;
 	uint64_t addr;
 	bfc_handle_t h;
-	int kind, ret;
+	int ret;
 
-	if (!ctx || !ptr)
-		return -EINVAL;
-	if (!size || (flags & ~GP_HOST_VALID_FLAGS))
-		return gp_err(ctx, -EINVAL, "gp_host_alloc: %s",
-			      size ? "unknown flags" : "size 0");
-	pthread_mutex_lock(&ctx->host->lock);
-	if (size > GP_SIZE_MAX) {
-		ret = gp_err(ctx, -ENOMEM, "gp_host_alloc: %zu bytes is more than any pool can hold",
-			     size);
-		goto out;
-	}
-	if (flags & GP_HOST_SHARED) {
-		ret = gp_host_alloc_own(ctx, size, ptr);
-		goto out;
-	}
-	kind = size <= GP_HOST_SMALL_MAX ? GP_POOL_SMALL : GP_POOL_LARGE;
-	hp = &ctx->host->hp[kind];
 	while ((ret = bfc_alloc(hp->b, size, &h, &addr)) == -BFC_ENOMEM && !grown) {
 		ret = gp_host_grow(ctx, kind, size);
 		if (ret)
-			goto out;
+			return ret;
 		grown = true;
 	}
-	if (ret) {
-		ret = gp_err(ctx, ret == -BFC_EINVAL ? -EINVAL : -ENOMEM,
-			     "gp_host_alloc: %llu bytes do not fit (%d)",
-			     (unsigned long long)size, ret);
-		goto out;
-	}
+	if (ret)
+		return gp_err(ctx, ret == -BFC_EINVAL ? -EINVAL : -ENOMEM,
+			      "gp_host_alloc: %llu bytes do not fit (%d)",
+			      (unsigned long long)size, ret);
+	if (tag)
+		bfc_set_tag(hp->b, h, tag);
 	bfc_chunk_info(hp->b, h, &ci);
 	seg = gp_map_get(&hp->regions, ci.region_id);
 	BFC_ASSERT(seg, "a block in a region the library does not know");
@@ -165,7 +152,27 @@ GP_API int gp_host_alloc(struct gp_ctx *ctx, size_t size, unsigned int flags,
 	if (!grown)
 		ctx->host->st.cache_hits++;
 	*ptr = (void *)(uintptr_t)addr;
-out:
+	return 0;
+}
+
+static int gp_host_alloc_as(struct gp_ctx *ctx, size_t size, unsigned int flags,
+			    uint64_t tag, void **ptr)
+{
+	int ret;
+
+	if (!ctx || !ptr)
+		return -EINVAL;
+	if (!size || (flags & ~GP_HOST_VALID_FLAGS))
+		return gp_err(ctx, -EINVAL, "gp_host_alloc: %s",
+			      size ? "unknown flags" : "size 0");
+	pthread_mutex_lock(&ctx->host->lock);
+	if (size > GP_SIZE_MAX)
+		ret = gp_err(ctx, -ENOMEM, "gp_host_alloc: %zu bytes is more than any pool can hold",
+			     size);
+	else if (flags & GP_HOST_SHARED)
+		ret = gp_host_alloc_own(ctx, size, ptr);
+	else
+		ret = gp_host_take(ctx, size, tag, ptr);
 	if (ret)
 		ctx->host->st.failed++;
 	else
@@ -174,19 +181,29 @@ out:
 	return ret;
 }
 
-GP_API int gp_host_free(struct gp_ctx *ctx, void *ptr)
+GP_API int gp_host_alloc(struct gp_ctx *ctx, size_t size, unsigned int flags,
+			 void **ptr)
 {
-	uint64_t addr = (uint64_t)(uintptr_t)ptr;
+	return gp_host_alloc_as(ctx, size, flags, 0, ptr);
+}
+
+int gp_host_alloc_tagged(struct gp_ctx *ctx, size_t size, uint64_t tag,
+			 void **ptr)
+{
+	return gp_host_alloc_as(ctx, size, 0, tag, ptr);
+}
+
+/* host_lock held.  Give back the buffer at addr: 0 with its tag and the
+ * size it was asked with, or -EINVAL when there is none.
+ */
+static int gp_host_give(struct gp_ctx *ctx, uint64_t addr, uint64_t *tag,
+			uint64_t *requested)
+{
 	struct bfc_chunk_info ci;
 	struct gp_seg *seg;
 	bfc_handle_t h;
-	int kind, ret = 0;
+	int kind;
 
-	if (!ctx)
-		return -EINVAL;
-	if (!ptr)
-		return 0;
-	pthread_mutex_lock(&ctx->host->lock);
 	for (kind = 0; kind < GP_NR_HPOOLS; kind++) {
 		struct gp_hpool *hp = &ctx->host->hp[kind];
 
@@ -199,27 +216,53 @@ GP_API int gp_host_free(struct gp_ctx *ctx, void *ptr)
 		ctx->host->st.requested -= ci.requested;
 		if (--seg->nr_used == 0)
 			gp_idle_add(ctx, seg);
-		goto out;
+		*tag = ci.tag;
+		*requested = ci.requested;
+		return 0;
 	}
 	seg = gp_map_del(&ctx->host->own, addr);
-	if (!seg) {
-		ret = gp_err(ctx, -EINVAL,
-			     "gp_host_free: %p is not a buffer of this context", ptr);
-		pthread_mutex_unlock(&ctx->host->lock);
-		return ret;
-	}
+	if (!seg)
+		return -EINVAL;
 	ctx->host->st.in_use -= seg->size;
 	ctx->host->st.requested -= seg->requested;
+	*tag = 0;
+	*requested = seg->requested;
 	gp_seg_destroy(ctx, seg);
-out:
-	ctx->host->st.frees++;
-	/* host_cache_max and host_gc_idle_ms, checked on every free that could
-	 * matter: with something idle (O(1) unless something is due).
-	 */
-	if (!gp_list_empty(&ctx->host->idle))
-		gp_host_gc(ctx);
+	return 0;
+}
+
+int gp_host_free_tagged(struct gp_ctx *ctx, void *ptr, uint64_t *tag,
+			uint64_t *requested)
+{
+	int ret;
+
+	pthread_mutex_lock(&ctx->host->lock);
+	ret = gp_host_give(ctx, (uint64_t)(uintptr_t)ptr, tag, requested);
+	if (!ret) {
+		ctx->host->st.frees++;
+		/* host_cache_max and host_gc_idle_ms, checked on every free
+		 * that could matter: with something idle (O(1) unless
+		 * something is due).
+		 */
+		if (!gp_list_empty(&ctx->host->idle))
+			gp_host_gc(ctx);
+	}
 	pthread_mutex_unlock(&ctx->host->lock);
 	return ret;
+}
+
+GP_API int gp_host_free(struct gp_ctx *ctx, void *ptr)
+{
+	uint64_t tag, requested;
+
+	if (!ctx)
+		return -EINVAL;
+	if (!ptr)
+		return 0;
+	if (gp_host_free_tagged(ctx, ptr, &tag, &requested))
+		return gp_err(ctx, -EINVAL,
+			      "gp_host_free: %p is not a buffer of this context", ptr);
+	return 0;
 }
 
 GP_API int gp_host_trim(struct gp_ctx *ctx, uint64_t *released)
@@ -316,7 +359,7 @@ static struct gp_seg *gp_host_find(struct gp_ctx *ctx, uint64_t addr,
 }
 
 struct gp_block_find {
-	uint64_t addr, base;
+	uint64_t addr, base, tag;
 	int found;		/* 1 inside a block in use, -1 not */
 };
 
@@ -328,10 +371,12 @@ static int gp_find_block(void *arg, const struct bfc_chunk_info *c)
 		return 0;
 	f->found = c->in_use && c->addr <= f->addr ? 1 : -1;
 	f->base = c->addr;
+	f->tag = c->tag;
 	return -1;
 }
 
-int gp_host_lookup(struct gp_ctx *ctx, uint64_t addr, uint64_t *base)
+int gp_host_lookup(struct gp_ctx *ctx, uint64_t addr, uint64_t *base,
+		   uint64_t *tag)
 {
 	struct gp_block_find f = { .addr = addr };
 	struct gp_seg *seg;
@@ -350,6 +395,7 @@ int gp_host_lookup(struct gp_ctx *ctx, uint64_t addr, uint64_t *base)
 	if (f.found != 1)
 		return -EINVAL;
 	*base = f.base;
+	*tag = f.tag;
 	return 0;
 }
 
@@ -365,6 +411,19 @@ int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,
 		ret = fn ? fn(arg, seg) : 0;
 	pthread_mutex_unlock(&ctx->host->lock);
 	return ret;
+}
+
+void gp_host_each_segment(struct gp_ctx *ctx,
+			  void (*fn)(void *arg, uint64_t addr, uint64_t size),
+			  void *arg)
+{
+	struct gp_list *pos;
+
+	gp_list_each(pos, &ctx->host->segs) {
+		struct gp_seg *s = gp_list_entry(pos, struct gp_seg, link);
+
+		fn(arg, s->addr, s->size);
+	}
 }
 
 /* Set up / tear down --------------------------------------------------------- */

@@ -60,11 +60,29 @@ void gp_host_unlock(struct gp_ctx *ctx);
 int gp_host_seg_of(struct gp_ctx *ctx, uint64_t addr, uint64_t len,
 		   int (*fn)(void *arg, const struct gp_seg *seg), void *arg);
 
-/* Where addr lies: 0 inside a buffer in use, which starts at *base;
- * -EINVAL inside a segment of the context but in no buffer in use (a
- * freed one, say); -ENOENT outside every segment.  Takes host_lock.
+/* Where addr lies: 0 inside a buffer in use, which starts at *base and
+ * carries *tag (gp_host_alloc_tagged's, else 0); -EINVAL inside a segment
+ * of the context but in no buffer in use (a freed one, say); -ENOENT
+ * outside every segment.  Takes host_lock.
  */
-int gp_host_lookup(struct gp_ctx *ctx, uint64_t addr, uint64_t *base);
+int gp_host_lookup(struct gp_ctx *ctx, uint64_t addr, uint64_t *base,
+		   uint64_t *tag);
+
+/*
+ * The interposer's: gp_host_alloc (no flags) with a word of the caller's
+ * kept in the buffer's chunk (not 0), and gp_host_free giving that word
+ * and the size asked back: one hold of host_lock each, no table beside
+ * the pools.  gp_host_free_tagged: -EINVAL, and no message, when ptr is
+ * no buffer of the context.
+ */
+int gp_host_alloc_tagged(struct gp_ctx *ctx, size_t size, uint64_t tag,
+			 void **ptr);
+int gp_host_free_tagged(struct gp_ctx *ctx, void *ptr, uint64_t *tag,
+			uint64_t *requested);
+/* host_lock held: fn on every segment's range. */
+void gp_host_each_segment(struct gp_ctx *ctx,
+			  void (*fn)(void *arg, uint64_t addr, uint64_t size),
+			  void *arg);
 
 /* The backends' figures for gp_host_stats (host_lock held). */
 void gp_host_mapped(struct gp_ctx *ctx);

@@ -12,7 +12,10 @@
  * what to do with it: the pool served it, call the real function, or
  * answer an error.  state.c has the settings, the pool (a libgpupool
  * context, opened on first use and again in a child of fork()), the
- * figures and their report; table.c the buffers the pool has served.
+ * figures and their report, and what a child inherited; objects.c finds
+ * the real functions' objects.  A buffer's flags live in its chunk of the
+ * pool (a tag), so that a request takes the pools' lock once and nothing
+ * else.
  *
  * The rest of libgpupool is compiled in (its objects, hidden): the
  * interposer reaches the host pools through host/host.h and CUDA through
@@ -81,27 +84,27 @@ struct gp_ctx *ip_pool(void);
 struct gp_ctx *ip_pool_opened(void);
 int ip_mode(void);			/* GP_INTERPOSE_FALLBACK, ... */
 unsigned int ip_generation(void);	/* fork()s so far, in this line */
-/* The other figures (atomic adds), and the once-per-reason message. */
+/* The figures (atomic adds, the served and freed ones in a slot of the
+ * calling thread's), and the once-per-reason message.
+ */
+void ip_count_served(size_t size, int driver);
+void ip_count_freed(uint64_t size);
 void ip_count_fallback(int why, size_t size);
 void ip_count(uint64_t *counter);
 extern struct gp_interpose_stats ip_stats;
 void ip_say_once(int why, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* table.c: the buffers the pool served, by address: their flags and the
- * fork() generation that allocated them; and the figures of what was
- * served and freed.  add: 0 or -errno (counted as served, through the
- * driver's entry points when driver).  remove: 1 it was this process's
- * and is gone (counted as freed), -1 it is a parent's (left as it is),
- * 0 no such buffer.
+/* Every pool buffer's tag (gp_host_alloc_tagged): this bit and its flags. */
+#define IP_TAG_MARK	0x100u
+
+/* inherit.c: around fork() (ip_lock held), with this process's pool or
+ * NULL; and is addr inside the pool of a parent (before a fork())?
  */
-int ip_table_add(void *ptr, unsigned int flags, uint64_t size, int driver);
-int ip_table_remove(void *ptr);
-int ip_table_get(void *ptr, unsigned int *flags, unsigned int *gen);
-/* served, served_bytes, served_driver, freed and live_bytes. */
-void ip_table_figures(struct gp_interpose_stats *st);
-void ip_table_lock_all(void);
-void ip_table_unlock_all(int child);
+void ip_inherit_prepare(struct gp_ctx *ctx);
+void ip_inherit_parent(struct gp_ctx *ctx);
+void ip_inherit_child(struct gp_ctx *ctx);
+int ip_inherited(const void *addr);
 
 /* driver.c: the wrapper of a driver entry point, for the real function
  * fn (from cuGetProcAddress, cudaGetDriverEntryPoint or dlsym); fn when

@@ -20,7 +20,8 @@
  *   answer for the registered segment.
  *
  * The hot path, a request that fits a cached segment, makes no CUDA call
- * and no system call: one lock of the pools, one of a table shard.
+ * and no system call, and takes the pools' lock once: a buffer's flags are
+ * its chunk's tag.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -81,44 +82,42 @@ enum ip_verdict ip_alloc(void **ptr, size_t size, unsigned int flags,
 	ctx = ip_pool();
 	if (!ctx)
 		return ip_cannot(GP_INTERPOSE_UNAVAILABLE, size, ip_stats.why);
-	ret = gp_host_alloc(ctx, size, 0, &p);
+	ret = gp_host_alloc_tagged(ctx, size, IP_TAG_MARK | flags, &p);
 	if (ret)
 		return ip_cannot(ip_why_of(ret), size, gp_last_error(ctx));
-	if (ip_table_add(p, flags, size, driver)) {
-		gp_host_free(ctx, p);
-		return ip_cannot(GP_INTERPOSE_OTHER, size,
-				 "out of memory for the interposer's table");
-	}
+	ip_count_served(size, driver);
 	*ptr = p;
 	return IP_DONE;
 }
 
 /* Where ptr lies in this process's pool: 0 in a live buffer starting at
- * *base, -EINVAL elsewhere in the pool, -ENOENT outside it (or no pool).
+ * *base with *tag, -EINVAL elsewhere in the pool, -ENOENT outside it (or
+ * no pool).
  */
-static int ip_lookup(void *ptr, uint64_t *base)
+static int ip_lookup(void *ptr, uint64_t *base, uint64_t *tag)
 {
 	struct gp_ctx *ctx = ip_pool_opened();
 
-	return ctx ? gp_host_lookup(ctx, (uint64_t)(uintptr_t)ptr, base) :
+	return ctx ? gp_host_lookup(ctx, (uint64_t)(uintptr_t)ptr, base, tag) :
 	       -ENOENT;
 }
 
 enum ip_verdict ip_free(void *ptr)
 {
-	uint64_t base;
+	struct gp_ctx *ctx = ip_pool_opened();
+	uint64_t base, tag, size;
 
 	if (!ptr || ip_mode() == GP_INTERPOSE_OFF)
 		return IP_REAL;
-	switch (ip_table_remove(ptr)) {
-	case 1:
-		/* The table and the pools agree: it cannot fail. */
-		return gp_host_free(ip_pool_opened(), ptr) ? IP_INVALID : IP_DONE;
-	case -1:	/* the parent's: it stays the parent's */
+	if (ctx && !gp_host_free_tagged(ctx, ptr, &tag, &size)) {
+		ip_count_freed(size);
+		return IP_DONE;
+	}
+	if (ip_inherited(ptr)) {	/* the parent's: it stays the parent's */
 		ip_count(&ip_stats.inherited);
 		return IP_NOT_INIT;
 	}
-	if (ip_lookup(ptr, &base) != -ENOENT) {
+	if (ip_lookup(ptr, &base, &tag) != -ENOENT) {
 		ip_count(&ip_stats.bad_frees);
 		return IP_INVALID;
 	}
@@ -126,48 +125,28 @@ enum ip_verdict ip_free(void *ptr)
 	return IP_REAL;
 }
 
-/* The table's entry for the buffer holding ptr: 1 found, 0 not ours,
- * -1 inside the pool but no live buffer.
- */
-static int ip_buffer_of(void *ptr, unsigned int *flags, unsigned int *gen,
-			void **base)
-{
-	uint64_t b;
-	int ret;
-
-	if (ip_table_get(ptr, flags, gen)) {
-		*base = ptr;
-		return 1;
-	}
-	ret = ip_lookup(ptr, &b);
-	if (ret == -ENOENT)
-		return 0;
-	if (ret || !ip_table_get((void *)(uintptr_t)b, flags, gen))
-		return -1;
-	*base = (void *)(uintptr_t)b;
-	return 1;
-}
-
 /* The verdict on a query about ptr: IP_DONE with the flags of the live
  * pool buffer holding it, or what to answer instead.
  */
 static enum ip_verdict ip_query(void *ptr, unsigned int *flags)
 {
-	unsigned int gen;
-	void *base;
-	int found;
+	uint64_t base, tag;
+	int ret;
 
 	if (ip_mode() == GP_INTERPOSE_OFF)
 		return IP_REAL;
-	found = ip_buffer_of(ptr, flags, &gen, &base);
-	if (!found)
-		return IP_REAL;
-	if (found < 0)
-		return IP_INVALID;
-	if (gen == (ip_generation() & 0xfff))
+	ret = ip_lookup(ptr, &base, &tag);
+	if (!ret) {
+		*flags = (unsigned int)tag & IP_POOL_FLAGS;
 		return IP_DONE;
-	ip_count(&ip_stats.inherited);
-	return IP_NOT_INIT;
+	}
+	if (ret == -EINVAL)
+		return IP_INVALID;
+	if (ip_inherited(ptr)) {
+		ip_count(&ip_stats.inherited);
+		return IP_NOT_INIT;
+	}
+	return IP_REAL;
 }
 
 enum ip_verdict ip_get_flags(void *ptr, unsigned int *flags)

@@ -47,37 +47,43 @@ static struct {
 	unsigned int gen;	/* fork() generation of this process */
 	unsigned int ready;	/* gen + 1 once the pool is opened or failed */
 	struct gp_ctx *ctx;	/* this generation's pool, or NULL */
-	/* The parents' pools, never used here but kept reachable (a leak
-	 * checker in the child would report them otherwise).
-	 */
-	struct gp_ctx *parents[8];
 	int said[GP_INTERPOSE_NR_WHY + 1];
 } IP;
+
+/* The served and freed figures: a slot per thread (several threads share
+ * one beyond IP_SLOTS), so that threads serving at once do not write the
+ * same cache line.
+ */
+#define IP_SLOTS	32
+static struct ip_slot {
+	uint64_t served, served_bytes, served_driver, freed, freed_bytes;
+} __attribute__((aligned(64))) ip_slots[IP_SLOTS];
+static IP_TLS int ip_my_slot = -1;
+static unsigned int ip_next_slot;
 
 static const char *const ip_mode_names[] = { "fallback", "strict", "off" };
 
 static void ip_fork_prepare(void)
 {
 	pthread_mutex_lock(&ip_lock);
-	ip_table_lock_all();
+	ip_inherit_prepare(IP.ctx);
 }
 
 static void ip_fork_parent(void)
 {
-	ip_table_unlock_all(0);
+	ip_inherit_parent(IP.ctx);
 	pthread_mutex_unlock(&ip_lock);
 }
 
 /* The parent's context stays as it was, never used: its memory is still
- * mapped here (see the top of this file).
+ * mapped here (inherit.c).
  */
 static void ip_fork_child(void)
 {
 	int mode = ip_stats.mode;
 
-	ip_table_unlock_all(1);
-	if (IP.ctx)
-		IP.parents[IP.gen % 8] = IP.ctx;
+	ip_inherit_child(IP.ctx);
+	memset(ip_slots, 0, sizeof(ip_slots));
 	IP.gen++;
 	__atomic_store_n(&IP.ready, 0, __ATOMIC_RELEASE);
 	IP.ctx = NULL;
@@ -221,6 +227,50 @@ void ip_count(uint64_t *counter)
 	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
 }
 
+static struct ip_slot *ip_slot(void)
+{
+	if (ip_my_slot < 0)
+		ip_my_slot = (int)(__atomic_fetch_add(&ip_next_slot, 1,
+						       __ATOMIC_RELAXED) % IP_SLOTS);
+	return &ip_slots[ip_my_slot];
+}
+
+void ip_count_served(size_t size, int driver)
+{
+	struct ip_slot *s = ip_slot();
+
+	__atomic_fetch_add(&s->served, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->served_bytes, size, __ATOMIC_RELAXED);
+	if (driver)
+		__atomic_fetch_add(&s->served_driver, 1, __ATOMIC_RELAXED);
+}
+
+void ip_count_freed(uint64_t size)
+{
+	struct ip_slot *s = ip_slot();
+
+	__atomic_fetch_add(&s->freed, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->freed_bytes, size, __ATOMIC_RELAXED);
+}
+
+/* The slots' sums into st. */
+static void ip_slot_figures(struct gp_interpose_stats *st)
+{
+	uint64_t freed_bytes = 0;
+	int i;
+
+	for (i = 0; i < IP_SLOTS; i++) {
+		struct ip_slot *s = &ip_slots[i];
+
+		st->served += __atomic_load_n(&s->served, __ATOMIC_RELAXED);
+		st->served_bytes += __atomic_load_n(&s->served_bytes, __ATOMIC_RELAXED);
+		st->served_driver += __atomic_load_n(&s->served_driver, __ATOMIC_RELAXED);
+		st->freed += __atomic_load_n(&s->freed, __ATOMIC_RELAXED);
+		freed_bytes += __atomic_load_n(&s->freed_bytes, __ATOMIC_RELAXED);
+	}
+	st->live_bytes = st->served_bytes - freed_bytes;
+}
+
 void ip_count_fallback(int why, size_t size)
 {
 	ip_count(&ip_stats.fell_back[why]);
@@ -246,6 +296,7 @@ void ip_say_once(int why, const char *fmt, ...)
  */
 static void ip_snapshot(struct gp_interpose_stats *st)
 {
+	struct gp_host_stats hs;
 	const uint64_t *from = &ip_stats.served;
 	uint64_t *to = &st->served;
 	size_t i, n = (size_t)(&ip_stats.inherited - &ip_stats.served) + 1;
@@ -259,7 +310,10 @@ static void ip_snapshot(struct gp_interpose_stats *st)
 	pthread_mutex_unlock(&ip_lock);
 	for (i = 0; i < n; i++)
 		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
-	ip_table_figures(st);
+	st->served = st->served_bytes = st->served_driver = st->freed = 0;
+	ip_slot_figures(st);
+	if (ip_pool_opened() && !gp_host_stats(ip_pool_opened(), &hs))
+		st->reserved = hs.reserved;
 }
 
 IP_API int gp_interpose_stats(struct gp_interpose_stats *st, size_t size)
@@ -302,7 +356,7 @@ static size_t ip_report(char *buf, size_t len)
 	ip_snapshot(s);
 	at = (size_t)snprintf(buf, len, "gpupool-interpose: pid %d mode %s pool %s\n"
 			      "gpupool-interpose: served %llu bytes %llu driver %llu "
-			      "freed %llu live_bytes %llu\n",
+			      "freed %llu live_bytes %llu reserved %llu\n",
 			      (int)getpid(), ip_mode_names[s->mode],
 			      s->pool > 0 ? s->backend :
 			      s->pool < 0 ? "unavailable" : "unused",
@@ -310,7 +364,8 @@ static size_t ip_report(char *buf, size_t len)
 			      (unsigned long long)s->served_bytes,
 			      (unsigned long long)s->served_driver,
 			      (unsigned long long)s->freed,
-			      (unsigned long long)s->live_bytes);
+			      (unsigned long long)s->live_bytes,
+			      (unsigned long long)s->reserved);
 	at += (size_t)ip_report_why(buf + at, len - at, "fell_back",
 				    s->fell_back, s->fell_back_bytes);
 	at += (size_t)ip_report_why(buf + at, len - at, "refused",
