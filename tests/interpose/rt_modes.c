@@ -134,7 +134,7 @@ TEST(registration_refused_goes_to_cuda)
 }
 
 /* Two processes append their figures to one file; GPUPOOL_DEBUG prints
- * them too.
+ * them too; a third that asks nothing of CUDA writes nothing.
  */
 TEST(figures_at_exit)
 {
@@ -146,6 +146,8 @@ TEST(figures_at_exit)
 	snprintf(env_stats, sizeof(env_stats), "GPUPOOL_INTERPOSE_STATS=%s", stats);
 	ASSERT_EQ(0, ip_spawn("register_refused", env, err));
 	ASSERT_EQ(0, ip_spawn("register_refused", env, NULL));
+	/* A process that asks nothing of CUDA says nothing. */
+	ASSERT_EQ(0, ip_spawn("idle", env, err));
 	EXPECT_EQ(2, ip_count_lines(stats, "gpupool-interpose: pid "));
 	EXPECT_EQ(2, ip_count_lines(stats, "served 1 bytes 4096 driver 0 freed 1"));
 	EXPECT_EQ(2, ip_count_lines(stats, "fell_back unavailable 0 pool_full 0 limit 0 cuda 1 "));
@@ -154,7 +156,13 @@ TEST(figures_at_exit)
 	unlink(err);
 }
 
+static int idle(void)
+{
+	return 0;
+}
+
 static const struct ip_scenario scenarios[] = {
+	{ "idle", idle },
 	{ "fallback_unavailable", fallback_unavailable },
 	{ "strict_unavailable", strict_unavailable },
 	{ "mode_off", mode_off },

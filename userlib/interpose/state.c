@@ -347,13 +347,30 @@ static int ip_report_why(char *buf, size_t len, const char *what,
 	       (int)len - 1;
 }
 
-/* The report, as lines "gpupool-interpose: KEY VALUE ...". */
+/* Did this process ask anything of the interposer? */
+static int ip_used(const struct gp_interpose_stats *s)
+{
+	const uint64_t *c = &s->served;
+	size_t i, n = (size_t)(&s->inherited - &s->served) + 1;
+
+	for (i = 0; i < n; i++)
+		if (c[i])
+			return 1;
+	return s->pool != 0;
+}
+
+/* The report, as lines "gpupool-interpose: KEY VALUE ...", or 0 bytes
+ * when the process never asked anything of it (a shell, a compiler the
+ * program started: they inherit LD_PRELOAD too).
+ */
 static size_t ip_report(char *buf, size_t len)
 {
 	struct gp_interpose_stats snap, *s = &snap;
 	size_t at;
 
 	ip_snapshot(s);
+	if (!ip_used(s))
+		return 0;
 	at = (size_t)snprintf(buf, len, "gpupool-interpose: pid %d mode %s pool %s\n"
 			      "gpupool-interpose: served %llu bytes %llu driver %llu "
 			      "freed %llu live_bytes %llu reserved %llu\n",
@@ -394,7 +411,7 @@ static void ip_exit(void)
 	if (!IP.debug && !IP.stats_path[0])
 		return;
 	n = ip_report(buf, sizeof(buf));
-	if (IP.debug && write(STDERR_FILENO, buf, n) < 0)
+	if (!n || (IP.debug && write(STDERR_FILENO, buf, n) < 0))
 		return;
 	if (!IP.stats_path[0])
 		return;
