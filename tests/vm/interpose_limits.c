@@ -7,7 +7,8 @@
  * or dmem.max where the kernel has dmem).  It asks for 3 MiB at a time
  * until the pool stops serving it:
  *  - its requests are served by the pool and charged to its cgroup, which
- *    /proc/gpupool (and dmem.current) shows while it holds them, with the
+ *    /proc/gpupool (and dmem.current) shows while it holds them, the
+ *    process among the holders like any other, with the
  *    refusal counted there (in the module's table), and uncharged when it
  *    exits;
  *  - strict mode: the request past the limit fails with CUDA's
@@ -181,6 +182,10 @@ static void run_job(struct __test_metadata *_metadata, FIXTURE_DATA(ip) *self,
 	ASSERT_EQ(1, cg_proc_line(cg_proc(), cg_rel(&self->env, "job", path,
 						     sizeof(path)), &l));
 	EXPECT_EQ((long long)(held.usage >> 10), l.kb);
+	/* ... and the process as a holder, as any other. */
+	snprintf(path, sizeof(path), "\nHolder: %d %llu ", (int)c.pid,
+		 (unsigned long long)(held.usage >> 10));
+	EXPECT_NE(NULL, strstr(cg_proc(), path)) TH_LOG("no '%s'", path + 1);
 	/* The refusal: the module's table counts it, dmem its own charge. */
 	if (self->env.dmem) {
 		EXPECT_EQ((long long)held.usage,
