@@ -14,7 +14,10 @@ IB_DEFS := -DIB_INTERPOSER='"$(O)/userlib/libgpupool-interpose.so"' \
 interpose: $(B)/interpose_bench
 	$(B)/interpose_bench $(INTERPOSE_ARGS)
 
-$(O)/userlib/libgpupool.a $(O)/tests/cudadrv_double/libcuda.so.1: FORCE_LIB
+# The library's make (lib.mk's rule for libgpupool.so) builds both.
+$(O)/userlib/libgpupool.a: $(O)/userlib/libgpupool.so
+
+$(O)/tests/cudadrv_double/libcuda.so.1: FORCE_LIB
 	@$(MAKE) --no-print-directory -C $(TOP)/tests/cudadrv_double O=$(O) TOP=$(TOP)
 
 $(B)/interpose_bench.o: interpose_bench.c | $(B)

@@ -197,14 +197,6 @@ static inline int ip_is_ours(const void *fn)
 	       strstr(info.dli_fname, "libgpupool-interpose") != NULL;
 }
 
-/* The backend the tests run on is the kernel's (the VM suite). */
-static inline int ip_on_kernel_backend(void)
-{
-	const char *b = getenv("GPUPOOL_BACKEND");
-
-	return b && !strcmp(b, "kernel");
-}
-
 /* How many lines of file hold s. */
 static inline int ip_count_lines(const char *file, const char *s)
 {

@@ -83,7 +83,6 @@ struct gp_ctx *ip_pool(void);
 /* The pool if this process has opened one, without opening it. */
 struct gp_ctx *ip_pool_opened(void);
 int ip_mode(void);			/* GP_INTERPOSE_FALLBACK, ... */
-unsigned int ip_generation(void);	/* fork()s so far, in this line */
 /* The figures (atomic adds, the served and freed ones in a slot of the
  * calling thread's), and the once-per-reason message.
  */

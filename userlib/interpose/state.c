@@ -23,7 +23,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -44,9 +43,9 @@ static struct {
 	int mode;
 	int debug;
 	char stats_path[PATH_MAX];
-	unsigned int gen;	/* fork() generation of this process */
-	unsigned int ready;	/* gen + 1 once the pool is opened or failed */
-	struct gp_ctx *ctx;	/* this generation's pool, or NULL */
+	int ready;		/* the pool is opened, or failed to open (0
+				 * again in a child of fork()) */
+	struct gp_ctx *ctx;	/* this process's pool, or NULL */
 	int said[GP_INTERPOSE_NR_WHY + 1];
 } IP;
 
@@ -84,7 +83,6 @@ static void ip_fork_child(void)
 
 	ip_inherit_child(IP.ctx);
 	memset(ip_slots, 0, sizeof(ip_slots));
-	IP.gen++;
 	__atomic_store_n(&IP.ready, 0, __ATOMIC_RELEASE);
 	IP.ctx = NULL;
 	memset(IP.said, 0, sizeof(IP.said));
@@ -129,38 +127,27 @@ int ip_mode(void)
 	return IP.mode;
 }
 
-unsigned int ip_generation(void)
-{
-	return IP.gen;
-}
-
-/* The path of a CUDA runtime this process has loaded, if any. */
-static int ip_find_runtime(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	const char *base = strrchr(info->dlpi_name, '/');
-
-	(void)size;
-	base = base ? base + 1 : info->dlpi_name;
-	if (strncmp(base, "libcudart.so", 12))
-		return 0;
-	snprintf(arg, PATH_MAX, "%s", info->dlpi_name);
-	return 1;
-}
-
 /*
  * The runtime to register with: GPUPOOL_CUDART when set (libgpupool reads
- * it), else the one the process has loaded (its own version, loaded
- * once), else the first that loads of 13 and 12.
+ * it), else the one the process has loaded (the object that exports
+ * cudaHostRegister: its own version, loaded once), else the first that
+ * loads of 13 and 12.
  */
 static const char *ip_runtime(char *path)
 {
 	static const char *const names[] = { "libcudart.so.13", "libcudart.so.12" };
 	const char *env = getenv("GPUPOOL_CUDART");
+	void *fn, *dl;
 	unsigned int i;
-	void *dl;
+	Dl_info info;
 
-	if ((env && *env) || dl_iterate_phdr(ip_find_runtime, path))
-		return env && *env ? NULL : path;
+	if (env && *env)
+		return NULL;
+	fn = ip_find_in_objects("cudaHostRegister", NULL);
+	if (fn && dladdr(fn, &info) && info.dli_fname && *info.dli_fname) {
+		snprintf(path, PATH_MAX, "%s", info.dli_fname);
+		return path;
+	}
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		dl = dlopen(names[i], RTLD_LAZY | RTLD_LOCAL);
 		if (dl) {
@@ -171,7 +158,7 @@ static const char *ip_runtime(char *path)
 	return NULL;
 }
 
-/* ip_lock held.  Open this generation's pool, or say why not. */
+/* ip_lock held.  Open this process's pool, or say why not. */
 static void ip_open(void)
 {
 	const char *b = getenv("GPUPOOL_BACKEND");
@@ -201,14 +188,12 @@ static void ip_open(void)
 
 struct gp_ctx *ip_pool(void)
 {
-	unsigned int gen = IP.gen;
-
-	if (__atomic_load_n(&IP.ready, __ATOMIC_ACQUIRE) == gen + 1)
+	if (__atomic_load_n(&IP.ready, __ATOMIC_ACQUIRE))
 		return IP.ctx;
 	pthread_mutex_lock(&ip_lock);
-	if (IP.ready != IP.gen + 1) {
+	if (!IP.ready) {
 		ip_open();
-		__atomic_store_n(&IP.ready, IP.gen + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&IP.ready, 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&ip_lock);
 	return IP.ctx;
@@ -216,8 +201,7 @@ struct gp_ctx *ip_pool(void)
 
 struct gp_ctx *ip_pool_opened(void)
 {
-	return __atomic_load_n(&IP.ready, __ATOMIC_ACQUIRE) == IP.gen + 1 ?
-	       IP.ctx : NULL;
+	return __atomic_load_n(&IP.ready, __ATOMIC_ACQUIRE) ? IP.ctx : NULL;
 }
 
 /* Figures ------------------------------------------------------------------ */
