@@ -492,6 +492,14 @@ void gp_host_unlock(struct gp_ctx *ctx)
 	pthread_mutex_unlock(&ctx->host->lock);
 }
 
+/* The room that keeps something per segment is told when one goes. */
+void gp_host_on_seg_gone(struct gp_ctx *ctx, gp_seg_gone_fn *fn)
+{
+	pthread_mutex_lock(&ctx->host->lock);
+	ctx->host->seg_gone = fn;
+	pthread_mutex_unlock(&ctx->host->lock);
+}
+
 void gp_host_mapped(struct gp_ctx *ctx)
 {
 	ctx->host->st.map_calls++;

@@ -46,11 +46,22 @@ int gp_host_init(struct gp_ctx *ctx);
 /* Every segment back to the backend, and ctx->host freed. */
 void gp_host_fini(struct gp_ctx *ctx);
 
-/* host_lock: the pools, their segments and figures, and whatever another
- * room keeps per segment (the file reader's fixed buffers).
+/* host_lock: the pools, their segments and figures (the interposer holds
+ * it across fork()).
  */
 void gp_host_lock(struct gp_ctx *ctx);
 void gp_host_unlock(struct gp_ctx *ctx);
+
+/*
+ * What another room keeps per segment (the file reader's fixed buffers)
+ * goes with the segment: fn(ctx, addr, size) runs under host_lock just
+ * before a segment is unmapped, and must not call into the host pools.
+ * One hook, set by the room that needs it before it keeps anything per
+ * segment (setting it again replaces it).  The host pools name no room
+ * they tell: the rooms point one way (docs/design.md).
+ */
+typedef void gp_seg_gone_fn(struct gp_ctx *ctx, uint64_t addr, uint64_t size);
+void gp_host_on_seg_gone(struct gp_ctx *ctx, gp_seg_gone_fn *fn);
 
 /* The segment of [addr, addr + len) when that lies inside one buffer in use
  * (a pool block, a shared or an imported buffer): fn(arg, seg) runs on it

@@ -30,6 +30,8 @@ struct gp_host {
 	 * and gp_info's why says so first.
 	 */
 	bool unregistered;
+	/* Told as a segment goes (gp_host_on_seg_gone), or NULL. */
+	gp_seg_gone_fn *seg_gone;
 };
 
 /* Why host memory is not registered when unregistered is set. */

@@ -146,7 +146,8 @@ out_free:
 
 void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg)
 {
-	gp_io_seg_gone(ctx, seg);
+	if (ctx->host->seg_gone)
+		ctx->host->seg_gone(ctx, seg->addr, seg->size);
 	gp_seg_unregister(ctx, seg);
 	ctx->ops->unmap(ctx, seg);
 	gp_list_del(&seg->link);

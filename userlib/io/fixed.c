@@ -29,6 +29,25 @@ void gp_fixed_table_init(struct gp_reader *r, struct gp_reader_pool *pool)
 	}
 }
 
+/* pool->lock held: the kernel refused slot's registration (ret): the
+ * segment is remembered as refused, so that no read asks again; the
+ * context stops asking on -EOPNOTSUPP or -EFAULT.
+ */
+static void gp_fixed_refused(struct gp_reader *r, struct gp_reader_pool *pool,
+			     int slot, uint64_t size, int ret)
+{
+	gp_debug(r->ctx, "io_uring fixed buffer %#llx + %llu: %s",
+		 (unsigned long long)r->fixed[slot].addr,
+		 (unsigned long long)size, strerror(-ret));
+	r->fixed[slot].size = UINT64_MAX;
+	pool->st.fixed_refusals++;
+	if (ret == -EOPNOTSUPP || ret == -EFAULT) {
+		__atomic_store_n(&pool->fixed_state, GP_IO_FIXED_REFUSED,
+				 __ATOMIC_RELAXED);
+		pool->fixed_err = -ret;
+	}
+}
+
 static bool gp_fixed_taken(const struct gp_fixed_slot *s)
 {
 	return s->size && s->size != UINT64_MAX;
@@ -37,45 +56,38 @@ static bool gp_fixed_taken(const struct gp_fixed_slot *s)
 int gp_fixed_slot(struct gp_reader *r, struct gp_reader_pool *pool,
 		  uint64_t addr, uint64_t size)
 {
-	int i, free_slot = -1, ret;
+	int i, slot = -1, ret;
 
 	if (!r->has_ring || !r->fixed_table ||
 	    __atomic_load_n(&pool->fixed_state, __ATOMIC_RELAXED) == GP_IO_FIXED_REFUSED ||
 	    size > GP_IO_FIXED_MAX)
 		return -1;
-	for (i = 0; i < GP_IO_FIXED_SLOTS; i++) {
-		if (r->fixed[i].size && r->fixed[i].addr == addr)
-			return r->fixed[i].size == UINT64_MAX ? -1 : i;
-		if (!r->fixed[i].size && free_slot < 0)
-			free_slot = i;
-	}
-	if (free_slot < 0)
-		return -1;
-	ret = gp_ring_register_buffer_update(&r->ring, (unsigned int)free_slot,
-					     (void *)(uintptr_t)addr, size);
 	pthread_mutex_lock(&pool->lock);
-	r->fixed[free_slot].addr = addr;
-	if (ret) {
-		/* Remember the failure for this segment: no retry per read. */
-		r->fixed[free_slot].size = UINT64_MAX;
-		pool->st.fixed_refusals++;
-		if (ret == -EOPNOTSUPP || ret == -EFAULT) {
-			__atomic_store_n(&pool->fixed_state, GP_IO_FIXED_REFUSED,
-					 __ATOMIC_RELAXED);
-			pool->fixed_err = -ret;
+	for (i = 0; i < GP_IO_FIXED_SLOTS; i++) {
+		if (r->fixed[i].size && r->fixed[i].addr == addr) {
+			slot = r->fixed[i].size == UINT64_MAX ? -1 : i;
+			goto out;
 		}
-		gp_debug(r->ctx, "io_uring fixed buffer %#llx + %llu: %s",
-			 (unsigned long long)addr, (unsigned long long)size,
-			 strerror(-ret));
-		pthread_mutex_unlock(&pool->lock);
-		return -1;
+		if (!r->fixed[i].size && slot < 0)
+			slot = i;
 	}
-	r->fixed[free_slot].size = size;
+	if (slot < 0)
+		goto out;
+	ret = gp_ring_register_buffer_update(&r->ring, (unsigned int)slot,
+					     (void *)(uintptr_t)addr, size);
+	r->fixed[slot].addr = addr;
+	if (ret) {
+		gp_fixed_refused(r, pool, slot, size, ret);
+		slot = -1;
+		goto out;
+	}
+	r->fixed[slot].size = size;
 	pool->st.fixed_registered++;
 	if (__atomic_load_n(&pool->fixed_state, __ATOMIC_RELAXED) != GP_IO_FIXED_REFUSED)
 		__atomic_store_n(&pool->fixed_state, GP_IO_FIXED_OK, __ATOMIC_RELAXED);
+out:
 	pthread_mutex_unlock(&pool->lock);
-	return free_slot;
+	return slot;
 }
 
 unsigned int gp_fixed_drop(struct gp_reader *r, uint64_t addr)

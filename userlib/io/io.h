@@ -8,10 +8,7 @@
 #include <stdint.h>
 
 struct gp_ctx;
-struct gp_seg;
 
-/* host_lock held: a segment goes away; no ring may keep its pages. */
-void gp_io_seg_gone(struct gp_ctx *ctx, struct gp_seg *seg);
 /* The context closes: every reader goes. */
 void gp_io_fini(struct gp_ctx *ctx);
 /* For gp_info: GP_IO_FIXED_*, what reads found so far. */

@@ -12,22 +12,49 @@
 
 #include "reader.h"
 
+/* The host pools' hook (host.h), under their lock: a segment goes, and no
+ * ring may keep its pages.  Nothing before the context's readers exist.
+ */
+static void gp_io_seg_gone(struct gp_ctx *ctx, uint64_t addr, uint64_t size)
+{
+	struct gp_reader_pool *pool = __atomic_load_n(&ctx->io, __ATOMIC_ACQUIRE);
+	struct gp_list *pos;
+
+	(void)size;
+	if (!pool)
+		return;
+	pthread_mutex_lock(&pool->lock);
+	gp_list_each(pos, &pool->readers)
+		pool->st.fixed_registered -=
+			gp_fixed_drop(gp_list_entry(pos, struct gp_reader, link), addr);
+	pthread_mutex_unlock(&pool->lock);
+}
+
+/*
+ * The context's readers, made once by whichever thread asks first: the
+ * others see the one it published (an atomic exchange, no lock of any
+ * other room).  The host pools' hook is set before the pool is published,
+ * so that no reader can hold a fixed buffer of a segment going unseen.
+ */
 struct gp_reader_pool *gp_io_get(struct gp_ctx *ctx)
 {
-	struct gp_reader_pool *pool;
+	struct gp_reader_pool *pool = __atomic_load_n(&ctx->io, __ATOMIC_ACQUIRE);
+	struct gp_reader_pool *first = NULL;
 
-	gp_host_lock(ctx);
-	pool = ctx->io;
-	if (!pool) {
-		pool = calloc(1, sizeof(*pool));
-		if (pool) {
-			pthread_mutex_init(&pool->lock, NULL);
-			gp_list_init(&pool->readers);
-			ctx->io = pool;
-		}
-	}
-	gp_host_unlock(ctx);
-	return pool;
+	if (pool)
+		return pool;
+	pool = calloc(1, sizeof(*pool));
+	if (!pool)
+		return NULL;
+	pthread_mutex_init(&pool->lock, NULL);
+	gp_list_init(&pool->readers);
+	gp_host_on_seg_gone(ctx, gp_io_seg_gone);
+	if (__atomic_compare_exchange_n(&ctx->io, &first, pool, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return pool;
+	pthread_mutex_destroy(&pool->lock);	/* another thread's came first */
+	free(pool);
+	return first;
 }
 
 void gp_reader_free(struct gp_reader *r)
@@ -122,21 +149,6 @@ bool gp_reader_pool_put(struct gp_reader_pool *pool, struct gp_reader *r)
 	return kept;
 }
 
-void gp_io_seg_gone(struct gp_ctx *ctx, struct gp_seg *seg)
-{
-	struct gp_reader_pool *pool = ctx->io;
-	struct gp_list *pos;
-
-	if (!pool)
-		return;
-	pthread_mutex_lock(&pool->lock);
-	gp_list_each(pos, &pool->readers)
-		pool->st.fixed_registered -=
-			gp_fixed_drop(gp_list_entry(pos, struct gp_reader, link),
-				      seg->addr);
-	pthread_mutex_unlock(&pool->lock);
-}
-
 void gp_io_fini(struct gp_ctx *ctx)
 {
 	struct gp_reader_pool *pool = ctx->io;
@@ -165,7 +177,6 @@ GP_API int gp_read_stats(struct gp_ctx *ctx, struct gp_read_stats *st)
 	pool = gp_io_get(ctx);
 	if (!pool)
 		return -ENOMEM;
-	gp_host_lock(ctx);
 	pthread_mutex_lock(&pool->lock);
 	/* The counters are added to atomically outside the locks. */
 	src = (const uint64_t *)&pool->st;
@@ -176,7 +187,6 @@ GP_API int gp_read_stats(struct gp_ctx *ctx, struct gp_read_stats *st)
 						    __ATOMIC_RELAXED);
 	st->pad = 0;
 	pthread_mutex_unlock(&pool->lock);
-	gp_host_unlock(ctx);
 	return 0;
 }
 

@@ -68,10 +68,10 @@ GP_API void gp_reader_close(struct gp_reader *r)
 	/* Nothing may land in pool memory after this returns. */
 	while (r->in_ring && !gp_reap(r, r->in_ring))
 		;
-	/* host_lock: gp_io_seg_gone must not see the reader half gone. */
-	gp_host_lock(ctx);
+	/* Off the list under the readers' lock first: a segment going
+	 * (gp_io_seg_gone) must not see the reader half gone.
+	 */
 	gp_reader_unlink(ctx->io, r);
-	gp_host_unlock(ctx);
 	gp_reader_free(r);
 }
 

@@ -14,9 +14,11 @@
  *               reads made at once
  *   reader.c    the API: gp_reader_*, gp_read
  *
- * Locks: host_lock (the segment and allocation of dst, fixed-buffer slots)
- * is taken before pool->lock (the list of readers, the pooled readers).
- * The host pools call gp_io_seg_gone() under host_lock.
+ * Locks: pool->lock is the file reader's own (the list of readers, the
+ * pooled ones, every reader's fixed-buffer slots).  The host pools'
+ * lock may be held when it is taken (a segment going calls the hook
+ * gp_io_get() sets, a request's segment found calls gp_fixed_slot()),
+ * never the other way round.
  */
 #ifndef GPUPOOL_USERLIB_IO_READER_H
 #define GPUPOOL_USERLIB_IO_READER_H
@@ -55,7 +57,7 @@ struct gp_reader {
 	unsigned int depth;
 	unsigned int in_ring;		/* bodies in flight */
 	unsigned int pending;		/* requests not yet reported by wait */
-	struct gp_fixed_slot fixed[GP_IO_FIXED_SLOTS];	/* under host_lock */
+	struct gp_fixed_slot fixed[GP_IO_FIXED_SLOTS];	/* under pool->lock */
 	struct gp_dfd *dfds;		/* depth entries */
 	struct gp_read_req **done;	/* completed, not yet reported */
 	unsigned int ndone;
@@ -78,11 +80,13 @@ struct gp_reader_pool {
 	__atomic_fetch_add(&(pool)->st.field, (uint64_t)(n), __ATOMIC_RELAXED)
 
 /* pool.c */
-/* The context's pool, created on first use; NULL when out of memory. */
+/* The context's pool, created once, on first use; NULL when out of
+ * memory.
+ */
 struct gp_reader_pool *gp_io_get(struct gp_ctx *ctx);
 int gp_reader_new(struct gp_ctx *ctx, struct gp_reader_pool *pool,
 		  unsigned int depth, bool pooled, struct gp_reader **out);
-/* Off the context's list (host_lock held), then freed. */
+/* Off the context's list; gp_reader_free() frees it. */
 void gp_reader_unlink(struct gp_reader_pool *pool, struct gp_reader *r);
 void gp_reader_free(struct gp_reader *r);
 /* gp_read()'s idle readers: one (or NULL), and one back (false: the pool
@@ -94,8 +98,10 @@ bool gp_reader_pool_put(struct gp_reader_pool *pool, struct gp_reader *r);
 /* fixed.c */
 /* The sparse table of r's ring; records why not in the pool's state. */
 void gp_fixed_table_init(struct gp_reader *r, struct gp_reader_pool *pool);
-/* host_lock held.  The slot of r holding [addr, addr + size), registering
- * it first if need be; -1 when it cannot be (refused, full, too large).
+/* The slot of r holding [addr, addr + size), registering it first if need
+ * be; -1 when it cannot be (refused, full, too large).  Called from
+ * gp_host_seg_of()'s fn, so that the segment cannot go (and its hook run)
+ * before the slot is recorded.
  */
 int gp_fixed_slot(struct gp_reader *r, struct gp_reader_pool *pool,
 		  uint64_t addr, uint64_t size);

@@ -147,7 +147,7 @@ void gp_req_count_cqe(struct gp_reader_pool *io, struct gp_read_req *q, int res)
 
 /* What gp_req_start() learns about a request, step by step.  The file's
  * faults are found before the buffer is looked up (the lookup registers
- * the fixed buffer the body will use, under the one hold of host_lock),
+ * the fixed buffer the body will use while the host pools hold the segment),
  * but reported after the buffer's: a request wrong in both says so about
  * the buffer.
  */
@@ -274,7 +274,7 @@ struct req_found {
 	struct gp_req_plan *p;
 };
 
-/* host_lock held: dst's segment, found; the body's fixed buffer. */
+/* dst's segment, found (the host pools hold it): the body's fixed buffer. */
 static int req_seg_found(void *arg, const struct gp_seg *seg)
 {
 	struct req_found *rf = arg;
