@@ -16,7 +16,10 @@ struct gp_ctx;
 struct gp_info;
 struct gp_seg;
 
-/* What a host backend does; both fill seg->addr/size/fd/huge/khandle. */
+/* What a host backend does; both fill seg->addr/size/fd/huge/khandle.
+ * The host pools count the maps and unmaps (gp_host_stats): a backend
+ * calls nothing of theirs.
+ */
 struct gp_backend_ops {
 	const char *name;
 	/* On failure nothing of it is left. */
@@ -29,6 +32,12 @@ struct gp_backend_ops {
 		   bool keep_fd);
 	void (*unmap)(struct gp_ctx *ctx, struct gp_seg *seg);
 	int (*export_fd)(struct gp_ctx *ctx, struct gp_seg *seg, int *fd);
+	/* Map a descriptor another process exported, when it is of this
+	 * backend's kind (-ENOTTY, no message, when not), whichever backend
+	 * is open: seg is then unmapped by the open backend's unmap, as any
+	 * other.  host/share.c decides whom to ask first.
+	 */
+	int (*import_fd)(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
 	/* The unit of host memory: the page, or gpupool.ko's granularity
 	 * when that is larger.
 	 */
@@ -51,20 +60,6 @@ extern const struct gp_backend_ops gp_backend_kernel;
  * the error is the context's too.
  */
 int gp_kernel_probe(struct gp_ctx *ctx, bool forced, char *why, size_t len);
-/*
- * A descriptor exported by another process, mapped whichever backend is
- * open: a process on the kernel backend exports chunks, one on the user
- * backend memfds.  host/share.c decides which (a chunk first, then a
- * memfd); neither backend calls the other.  The segment is unmapped by
- * the open backend's unmap, as any other.
- */
-/* kernel.c: a chunk descriptor from GPUPOOL_IOC_EXPORT; -ENOTTY (no
- * message) if fd is not one.
- */
-int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
-/* user.c: a memfd sealed against shrinking, mapped and mlocked. */
-int gp_user_import_memfd(struct gp_ctx *ctx, int fd, struct gp_seg *seg);
-
 /* backend.c: GP_OPEN_NUMA_STRICT to a node that cannot serve it: -ENODEV
  * at open, naming the nodes that can (nodes: their list, "0-1,3").
  */

@@ -500,7 +500,6 @@ static int gp_kernel_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 		gp_kernel_free_handle(ctx, a.handle);
 		return gp_err(ctx, -e, "mmap of a gpupool chunk: %s", strerror(e));
 	}
-	gp_host_mapped(ctx);
 	seg->addr = (uint64_t)(uintptr_t)addr;
 	seg->size = a.chunk_size;
 	seg->khandle = a.handle;
@@ -512,7 +511,6 @@ static int gp_kernel_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 static void gp_kernel_unmap(struct gp_ctx *ctx, struct gp_seg *seg)
 {
 	munmap((void *)(uintptr_t)seg->addr, seg->size);
-	gp_host_unmapped(ctx);
 	if (seg->kind != GP_SEG_IMPORT)
 		gp_kernel_free_handle(ctx, seg->khandle);
 	if (seg->fd >= 0)
@@ -537,8 +535,10 @@ static int gp_kernel_export(struct gp_ctx *ctx, struct gp_seg *seg, int *fd)
 	return 0;
 }
 
-/* Map an exported chunk descriptor, whichever backend is open. */
-int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
+/* Map an exported chunk descriptor, whichever backend is open; -ENOTTY
+ * (no message) when fd is not one.
+ */
+static int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 {
 	struct gpupool_chunk_info ci;
 	void *addr;
@@ -550,7 +550,6 @@ int gp_kernel_import_chunk(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 	if (addr == MAP_FAILED)
 		return gp_err(ctx, -errno, "import: mmap of a gpupool chunk: %s",
 			      strerror(errno));
-	gp_host_mapped(ctx);
 	seg->addr = (uint64_t)(uintptr_t)addr;
 	seg->size = ci.size;
 	seg->fd = -1;
@@ -565,6 +564,7 @@ const struct gp_backend_ops gp_backend_kernel = {
 	.map = gp_kernel_map,
 	.unmap = gp_kernel_unmap,
 	.export_fd = gp_kernel_export,
+	.import_fd = gp_kernel_import_chunk,
 	.granularity = gp_kernel_granularity,
 	.info = gp_kernel_info,
 	.why = gp_kernel_why,

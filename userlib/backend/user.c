@@ -110,7 +110,6 @@ static int gp_user_settle(struct gp_ctx *ctx, struct gp_seg *seg, void *addr,
 		ret = gp_memlock_error(ctx, errno, size);
 	if (ret < 0) {
 		munmap(addr, size);
-		gp_host_unmapped(ctx);
 		return ret;
 	}
 	seg->addr = (uint64_t)(uintptr_t)addr;
@@ -165,7 +164,6 @@ static int gp_user_map_parts(struct gp_ctx *ctx, struct gp_seg *seg,
 			goto fail;
 		}
 	}
-	gp_host_mapped(ctx);
 	if (!(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
 		madvise(base, size, MADV_HUGEPAGE);	/* transparent ones */
 	ret = gp_user_bind(ctx, base, size);
@@ -215,7 +213,6 @@ static int gp_user_map_anon(struct gp_ctx *ctx, struct gp_seg *seg,
 	if (addr == MAP_FAILED)
 		return gp_err(ctx, -errno, "mapping %llu bytes of shared memory: %s",
 			      (unsigned long long)size, strerror(errno));
-	gp_host_mapped(ctx);
 	if (!(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
 		madvise(addr, size, MADV_HUGEPAGE);
 	ret = gp_user_bind(ctx, addr, size);
@@ -301,7 +298,6 @@ static int gp_user_map_memfd(struct gp_ctx *ctx, struct gp_seg *seg,
 		gp_user_of(ctx)->hugetlb_ok = false;
 		return 1;
 	}
-	gp_host_mapped(ctx);
 	/* The size can never change under a mapping (an importer could
 	 * otherwise truncate it and make us fault).
 	 */
@@ -316,7 +312,6 @@ static int gp_user_map_memfd(struct gp_ctx *ctx, struct gp_seg *seg,
 		ret = gp_user_mlock(ctx, addr, size, huge);
 	if (ret) {
 		munmap(addr, size);
-		gp_host_unmapped(ctx);
 		close(fd);
 		return ret;
 	}
@@ -399,11 +394,11 @@ static void gp_user_unmap_parts(struct gp_seg *seg)
 
 static void gp_user_unmap(struct gp_ctx *ctx, struct gp_seg *seg)
 {
+	(void)ctx;
 	if (seg->parts > 1)
 		gp_user_unmap_parts(seg);
 	else
 		munmap((void *)(uintptr_t)seg->addr, seg->size);
-	gp_host_unmapped(ctx);
 	if (seg->fd >= 0)
 		close(seg->fd);
 	seg->fd = -1;
@@ -420,8 +415,10 @@ static int gp_user_export(struct gp_ctx *ctx, struct gp_seg *seg, int *fd)
 	return 0;
 }
 
-/* Map a memfd another process exported, whichever backend is open. */
-int gp_user_import_memfd(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
+/* Map a memfd another process exported, whichever backend is open: one
+ * sealed against shrinking, mapped and mlocked.
+ */
+static int gp_user_import_memfd(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 {
 	struct stat st;
 	void *addr;
@@ -447,11 +444,9 @@ int gp_user_import_memfd(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 		    fd, 0);
 	if (addr == MAP_FAILED)
 		return gp_err(ctx, -errno, "import: mmap: %s", strerror(errno));
-	gp_host_mapped(ctx);
 	if (gp_mlock(addr, (uint64_t)st.st_size)) {
 		e = errno;
 		munmap(addr, (size_t)st.st_size);
-		gp_host_unmapped(ctx);
 		return gp_memlock_error(ctx, e, (uint64_t)st.st_size);
 	}
 	seg->addr = (uint64_t)(uintptr_t)addr;
@@ -469,6 +464,7 @@ const struct gp_backend_ops gp_backend_user = {
 	.map = gp_user_map,
 	.unmap = gp_user_unmap,
 	.export_fd = gp_user_export,
+	.import_fd = gp_user_import_memfd,
 	.granularity = gp_user_granularity,
 	.memlock_limit = gp_user_memlock_limit,
 };

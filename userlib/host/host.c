@@ -500,16 +500,6 @@ void gp_host_on_seg_gone(struct gp_ctx *ctx, gp_seg_gone_fn *fn)
 	pthread_mutex_unlock(&ctx->host->lock);
 }
 
-void gp_host_mapped(struct gp_ctx *ctx)
-{
-	ctx->host->st.map_calls++;
-}
-
-void gp_host_unmapped(struct gp_ctx *ctx)
-{
-	ctx->host->st.unmap_calls++;
-}
-
 void gp_host_info(struct gp_ctx *ctx, struct gp_info *info)
 {
 	pthread_mutex_lock(&ctx->host->lock);

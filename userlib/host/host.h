@@ -95,10 +95,6 @@ void gp_host_each_segment(struct gp_ctx *ctx,
 			  void (*fn)(void *arg, uint64_t addr, uint64_t size),
 			  void *arg);
 
-/* The backends' figures for gp_host_stats (host_lock held). */
-void gp_host_mapped(struct gp_ctx *ctx);
-void gp_host_unmapped(struct gp_ctx *ctx);
-
 /* The host's part of gp_info: the granularity, huge pages, the CUDA state,
  * and its reason first in info->why (empty before) when host memory is not
  * registered.

@@ -42,6 +42,8 @@ struct gp_host {
 /* Map + register a segment and account it. */
 int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
 		  struct gp_seg **out);
+/* The backend's unmap of a segment, counted. */
+void gp_seg_unmap(struct gp_ctx *ctx, struct gp_seg *seg);
 /* Unregister, unmap, unaccount and free a segment. */
 void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg);
 int gp_seg_register(struct gp_ctx *ctx, struct gp_seg *seg);

@@ -126,6 +126,7 @@ int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
 	ret = ctx->ops->map(ctx, seg, size, keep_fd);
 	if (ret)
 		goto out_free;
+	ctx->host->st.map_calls++;
 	ret = gp_seg_register(ctx, seg);
 	if (ret)
 		goto out_unmap;
@@ -138,10 +139,17 @@ int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
 	return 0;
 
 out_unmap:
-	ctx->ops->unmap(ctx, seg);
+	gp_seg_unmap(ctx, seg);
 out_free:
 	free(seg);
 	return ret;
+}
+
+/* The backend unmaps a segment, counted (gp_host_stats' unmap_calls). */
+void gp_seg_unmap(struct gp_ctx *ctx, struct gp_seg *seg)
+{
+	ctx->ops->unmap(ctx, seg);
+	ctx->host->st.unmap_calls++;
 }
 
 void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg)
@@ -149,7 +157,7 @@ void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg)
 	if (ctx->host->seg_gone)
 		ctx->host->seg_gone(ctx, seg->addr, seg->size);
 	gp_seg_unregister(ctx, seg);
-	ctx->ops->unmap(ctx, seg);
+	gp_seg_unmap(ctx, seg);
 	gp_list_del(&seg->link);
 	ctx->host->st.reserved -= seg->size;
 	ctx->host->st.segments--;

@@ -11,16 +11,31 @@
 #include "pools.h"
 
 /*
- * Map a descriptor from another process, whatever backend it came from
- * and whichever this context has: a gpupool.ko chunk (exported on the
- * kernel backend) first, then a memfd (the user backend's).  The one
- * place that decides; the backends only map what they are given.
+ * Who may map a descriptor from another process, whatever backend it came
+ * from and whichever this context has, in the order asked: a gpupool.ko
+ * chunk (exported on the kernel backend) first, then a memfd (the user
+ * backend's).  The one place that decides; the backends only map what
+ * they are given, through their ops.
  */
+static const struct gp_backend_ops *const gp_importers[] = {
+	&gp_backend_kernel, &gp_backend_user,
+};
+#define GP_NR_IMPORTERS	(sizeof(gp_importers) / sizeof(gp_importers[0]))
+
+/* Map fd with the first backend that takes it, counted as a map. */
 static int gp_import_map(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 {
-	int ret = gp_kernel_import_chunk(ctx, fd, seg);
+	unsigned int i;
+	int ret = -ENOTTY;
 
-	return ret == -ENOTTY ? gp_user_import_memfd(ctx, fd, seg) : ret;
+	for (i = 0; ret == -ENOTTY && i < GP_NR_IMPORTERS; i++)
+		ret = gp_importers[i]->import_fd(ctx, fd, seg);
+	if (ret == -ENOTTY)
+		return gp_err(ctx, -EINVAL,
+			      "import: descriptor %d is not a gpupool buffer", fd);
+	if (!ret)
+		ctx->host->st.map_calls++;
+	return ret;
 }
 
 GP_API int gp_host_export(struct gp_ctx *ctx, void *ptr, int *fd)
@@ -99,7 +114,7 @@ GP_API int gp_host_import(struct gp_ctx *ctx, int fd, void **ptr, size_t *size)
 out_unregister:
 	gp_seg_unregister(ctx, seg);
 out_unmap:
-	ctx->ops->unmap(ctx, seg);
+	gp_seg_unmap(ctx, seg);
 out_free:
 	pthread_mutex_unlock(&ctx->host->lock);
 	free(seg);
