@@ -99,24 +99,124 @@ static void gp_user_close(struct gp_ctx *ctx)
 }
 
 /*
- * The end of making a pool segment of normal pages without a descriptor
- * to keep: ret from gp_lock_populate() (1: mlock it here).  On failure the
- * mapping goes; else seg describes it.
+ * Pin a segment whose pages are not locked yet: 0, or 1 when they are
+ * huge pages that could not be faulted in (the caller tries normal
+ * pages), or an error with its message.
  */
-static int gp_user_settle(struct gp_ctx *ctx, struct gp_seg *seg, void *addr,
-			  uint64_t size, int ret)
+static int gp_user_mlock(struct gp_ctx *ctx, void *addr, uint64_t size,
+			 bool huge)
 {
-	if (ret > 0 && gp_mlock(addr, size))
-		ret = gp_memlock_error(ctx, errno, size);
-	if (ret < 0) {
-		munmap(addr, size);
-		return ret;
+	int e;
+
+	if (!gp_mlock(addr, size))
+		return 0;
+	e = errno;
+	if (huge && (e == ENOMEM || e == EAGAIN)) {
+		/* Huge pages are reserved when mapped but taken when
+		 * faulted, and mbind may allow only nodes that have none
+		 * left (GP_OPEN_NUMA_STRICT): the fault fails (SIGBUS: mlock
+		 * says ENOMEM; out of memory: EAGAIN).  Normal pages are
+		 * tried (if RLIMIT_MEMLOCK was the reason, they fail too,
+		 * and say so).
+		 */
+		gp_debug(ctx, "huge pages of %llu bytes not faulted in (%s); using normal pages",
+			 (unsigned long long)size, strerror(e));
+		return 1;
 	}
+	return (e == ENOMEM || e == EPERM || e == EAGAIN) ?
+	       gp_memlock_error(ctx, e, size) :
+	       gp_err(ctx, -e, "mlock: %s", strerror(e));
+}
+
+/* seg describes a fresh mapping of this backend's, not pinned yet. */
+static void gp_user_seg_set(struct gp_seg *seg, void *addr, uint64_t size,
+			    bool huge, int fd)
+{
 	seg->addr = (uint64_t)(uintptr_t)addr;
 	seg->size = size;
-	seg->huge = false;
-	seg->locked = true;
+	seg->huge = huge;
+	seg->locked = false;
+	seg->fd = fd;
+}
+
+/* One part of a segment to unmap, by a thread of its own. */
+struct gp_unmapper {
+	char *addr;
+	uint64_t size;
+	pthread_t thread;
+	bool started;
+};
+
+static void *gp_unmap_part(void *arg)
+{
+	struct gp_unmapper *u = arg;
+
+	munmap(u->addr, u->size);
+	return NULL;
+}
+
+/*
+ * A segment of several memfds (gp_user_map_parts()): a thread a part, as
+ * it was made, each freeing its file's pages (the last reference to a
+ * file goes with its mapping, and its pages with it).
+ */
+static void gp_user_unmap_parts(struct gp_seg *seg)
+{
+	struct gp_unmapper u[GP_POPULATE_MAX_THREADS];
+	uint64_t off = 0;
+	unsigned int i;
+
+	for (i = 0; i < seg->parts; i++, off += seg->part_size) {
+		u[i].addr = (char *)(uintptr_t)seg->addr + off;
+		u[i].size = seg->size - off < seg->part_size ?
+			    seg->size - off : seg->part_size;
+		u[i].started = i && !pthread_create(&u[i].thread, NULL,
+						    gp_unmap_part, &u[i]);
+	}
+	for (i = 0; i < seg->parts; i++)
+		if (!u[i].started)
+			gp_unmap_part(&u[i]);
+	for (i = 1; i < seg->parts; i++)
+		if (u[i].started)
+			pthread_join(u[i].thread, NULL);
+}
+
+/* The mapping seg describes goes, with its descriptor (seg keeps its
+ * address and size, for the host pools' figures).
+ */
+static void gp_user_seg_drop(struct gp_seg *seg)
+{
+	if (seg->parts > 1)
+		gp_user_unmap_parts(seg);
+	else
+		munmap((void *)(uintptr_t)seg->addr, seg->size);
+	if (seg->fd >= 0)
+		close(seg->fd);
 	seg->fd = -1;
+}
+
+/*
+ * The end of making the segment seg describes (gp_user_seg_set()): ret is
+ * the pinning's so far (1: not pinned yet, mlock it here).  On failure
+ * the mapping goes and ret is returned (1: huge pages that could not be
+ * faulted in, the caller tries normal ones); else the segment is locked,
+ * its descriptor kept only when keep_fd.
+ */
+static int gp_user_settle(struct gp_ctx *ctx, struct gp_seg *seg, int ret,
+			  bool keep_fd)
+{
+	if (ret > 0)
+		ret = gp_user_mlock(ctx, (void *)(uintptr_t)seg->addr, seg->size,
+				    seg->huge);
+	if (ret) {
+		gp_user_seg_drop(seg);
+		return ret;
+	}
+	seg->locked = true;
+	if (!keep_fd && seg->fd >= 0) {
+		close(seg->fd);
+		seg->fd = -1;
+	}
 	return 0;
 }
 
@@ -164,6 +264,7 @@ static int gp_user_map_parts(struct gp_ctx *ctx, struct gp_seg *seg,
 			goto fail;
 		}
 	}
+	gp_user_seg_set(seg, base, size, false, -1);
 	if (!(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
 		madvise(base, size, MADV_HUGEPAGE);	/* transparent ones */
 	ret = gp_user_bind(ctx, base, size);
@@ -171,7 +272,7 @@ static int gp_user_map_parts(struct gp_ctx *ctx, struct gp_seg *seg,
 		ret = gp_lock_populate(ctx, base, size, fds, parts, part, threads);
 	for (i = 0; i < nfd; i++)
 		close(fds[i]);
-	ret = gp_user_settle(ctx, seg, base, size, ret);
+	ret = gp_user_settle(ctx, seg, ret, false);
 	if (!ret) {
 		seg->parts = (uint16_t)parts;
 		seg->part_size = part;
@@ -213,13 +314,14 @@ static int gp_user_map_anon(struct gp_ctx *ctx, struct gp_seg *seg,
 	if (addr == MAP_FAILED)
 		return gp_err(ctx, -errno, "mapping %llu bytes of shared memory: %s",
 			      (unsigned long long)size, strerror(errno));
+	gp_user_seg_set(seg, addr, size, false, -1);
 	if (!(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES))
 		madvise(addr, size, MADV_HUGEPAGE);
 	ret = gp_user_bind(ctx, addr, size);
 	if (!ret)
 		ret = gp_lock_populate(ctx, addr, size, &nofd, 1, size,
 				       gp_populate_threads(ctx, size));
-	return gp_user_settle(ctx, seg, addr, size, ret);
+	return gp_user_settle(ctx, seg, ret, false);
 }
 
 /* A memfd of size bytes (of 2 MiB hugetlb pages when huge), sealable,
@@ -246,36 +348,6 @@ static int gp_user_memfd(uint64_t size, bool huge, int *fd, void **addr)
 }
 
 /*
- * Pin a segment whose pages are not locked yet: 0, or 1 when they are
- * huge pages that could not be faulted in (the caller tries normal
- * pages), or an error with its message.
- */
-static int gp_user_mlock(struct gp_ctx *ctx, void *addr, uint64_t size,
-			 bool huge)
-{
-	int e;
-
-	if (!gp_mlock(addr, size))
-		return 0;
-	e = errno;
-	if (huge && (e == ENOMEM || e == EAGAIN)) {
-		/* Huge pages are reserved when mapped but taken when
-		 * faulted, and mbind may allow only nodes that have none
-		 * left (GP_OPEN_NUMA_STRICT): the fault fails (SIGBUS: mlock
-		 * says ENOMEM; out of memory: EAGAIN).  Normal pages are
-		 * tried (if RLIMIT_MEMLOCK was the reason, they fail too,
-		 * and say so).
-		 */
-		gp_debug(ctx, "huge pages of %llu bytes not faulted in (%s); using normal pages",
-			 (unsigned long long)size, strerror(e));
-		return 1;
-	}
-	return (e == ENOMEM || e == EPERM || e == EAGAIN) ?
-	       gp_memlock_error(ctx, e, size) :
-	       gp_err(ctx, -e, "mlock: %s", strerror(e));
-}
-
-/*
  * A segment of one memfd, of hugetlb pages when huge (faulted in by
  * mlock) or of normal ones (by gp_lock_populate() from `threads`
  * threads): 0, or 1 when huge pages could not be had (the caller tries
@@ -298,6 +370,7 @@ static int gp_user_map_memfd(struct gp_ctx *ctx, struct gp_seg *seg,
 		gp_user_of(ctx)->hugetlb_ok = false;
 		return 1;
 	}
+	gp_user_seg_set(seg, addr, size, huge, fd);
 	/* The size can never change under a mapping (an importer could
 	 * otherwise truncate it and make us fault).
 	 */
@@ -308,21 +381,7 @@ static int gp_user_map_memfd(struct gp_ctx *ctx, struct gp_seg *seg,
 	if (!ret)
 		ret = huge ? 1 : gp_lock_populate(ctx, addr, size, &fd, 1, size,
 						  threads);
-	if (ret > 0)
-		ret = gp_user_mlock(ctx, addr, size, huge);
-	if (ret) {
-		munmap(addr, size);
-		close(fd);
-		return ret;
-	}
-	seg->addr = (uint64_t)(uintptr_t)addr;
-	seg->size = size;
-	seg->huge = huge;
-	seg->locked = true;
-	seg->fd = keep_fd ? fd : -1;
-	if (!keep_fd)
-		close(fd);
-	return 0;
+	return gp_user_settle(ctx, seg, ret, keep_fd);
 }
 
 static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
@@ -350,58 +409,10 @@ static int gp_user_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 	return gp_user_map_memfd(ctx, seg, size, false, keep_fd, threads);
 }
 
-/* One part of a segment to unmap, by a thread of its own. */
-struct gp_unmapper {
-	char *addr;
-	uint64_t size;
-	pthread_t thread;
-	bool started;
-};
-
-static void *gp_unmap_part(void *arg)
-{
-	struct gp_unmapper *u = arg;
-
-	munmap(u->addr, u->size);
-	return NULL;
-}
-
-/*
- * A segment of several memfds (gp_user_map_parts()): a thread a part, as
- * it was made, each freeing its file's pages (the last reference to a
- * file goes with its mapping, and its pages with it).
- */
-static void gp_user_unmap_parts(struct gp_seg *seg)
-{
-	struct gp_unmapper u[GP_POPULATE_MAX_THREADS];
-	uint64_t off = 0;
-	unsigned int i;
-
-	for (i = 0; i < seg->parts; i++, off += seg->part_size) {
-		u[i].addr = (char *)(uintptr_t)seg->addr + off;
-		u[i].size = seg->size - off < seg->part_size ?
-			    seg->size - off : seg->part_size;
-		u[i].started = i && !pthread_create(&u[i].thread, NULL,
-						    gp_unmap_part, &u[i]);
-	}
-	for (i = 0; i < seg->parts; i++)
-		if (!u[i].started)
-			gp_unmap_part(&u[i]);
-	for (i = 1; i < seg->parts; i++)
-		if (u[i].started)
-			pthread_join(u[i].thread, NULL);
-}
-
 static void gp_user_unmap(struct gp_ctx *ctx, struct gp_seg *seg)
 {
 	(void)ctx;
-	if (seg->parts > 1)
-		gp_user_unmap_parts(seg);
-	else
-		munmap((void *)(uintptr_t)seg->addr, seg->size);
-	if (seg->fd >= 0)
-		close(seg->fd);
-	seg->fd = -1;
+	gp_user_seg_drop(seg);
 }
 
 static int gp_user_export(struct gp_ctx *ctx, struct gp_seg *seg, int *fd)
@@ -444,16 +455,14 @@ static int gp_user_import_memfd(struct gp_ctx *ctx, int fd, struct gp_seg *seg)
 		    fd, 0);
 	if (addr == MAP_FAILED)
 		return gp_err(ctx, -errno, "import: mmap: %s", strerror(errno));
-	if (gp_mlock(addr, (uint64_t)st.st_size)) {
+	gp_user_seg_set(seg, addr, (uint64_t)st.st_size,
+			st.st_blksize >= (blksize_t)GP_HUGE_PAGE, -1);
+	if (gp_mlock(addr, seg->size)) {
 		e = errno;
-		munmap(addr, (size_t)st.st_size);
+		gp_user_seg_drop(seg);
 		return gp_memlock_error(ctx, e, (uint64_t)st.st_size);
 	}
-	seg->addr = (uint64_t)(uintptr_t)addr;
-	seg->size = (uint64_t)st.st_size;
-	seg->fd = -1;
 	seg->locked = true;
-	seg->huge = st.st_blksize >= (blksize_t)GP_HUGE_PAGE;
 	return 0;
 }
 
