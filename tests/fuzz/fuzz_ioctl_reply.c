@@ -72,7 +72,7 @@
 #include <unistd.h>
 
 #include "gpupool.h"
-#include "cgroupfs.h"	/* the library's walk (internal) */
+#include "backend/cgroupfs.h"	/* the library's walk (internal) */
 #include "fuzz.h"
 
 /* The library's byte formatter (log.c, internal): the figures a message

@@ -18,7 +18,7 @@
  *    VMs boot without it, and it is unmounted again); the cgroups are
  *    removed at the end, whatever happened.
  *  - Everywhere (the user backend on the host too): the library's reading
- *    of cgroupfs for the dmem case (userlib/cgroupfs.c) against a tree of
+ *    of cgroupfs for the dmem case (userlib/backend/cgroupfs.c) against a tree of
  *    its own in a temporary directory, with a mountinfo file of its own:
  *    the mount found, the walk up, which cgroup it names, the files it
  *    refuses to follow or parse.
@@ -35,7 +35,7 @@
 #include <sys/vfs.h>
 
 #include "helpers.h"
-#include "cgroupfs.h"	/* the library's own (internal) walk */
+#include "backend/cgroupfs.h"	/* the library's own (internal) walk */
 
 #define MIB		(1024ull * 1024)
 #define CGROOT		"/sys/fs/cgroup"

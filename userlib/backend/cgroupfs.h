@@ -15,8 +15,8 @@
  * test can point the whole walk at a directory of its own
  * (tests/lib/cgroup_limit.c).
  */
-#ifndef GPUPOOL_USERLIB_CGROUPFS_H
-#define GPUPOOL_USERLIB_CGROUPFS_H
+#ifndef GPUPOOL_USERLIB_BACKEND_CGROUPFS_H
+#define GPUPOOL_USERLIB_BACKEND_CGROUPFS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -76,4 +76,4 @@ struct gp_dmem_hit {
 int gp_dmem_find(const char *mountinfo, const char *path, uint64_t request,
 		 struct gp_dmem_hit *hit);
 
-#endif /* GPUPOOL_USERLIB_CGROUPFS_H */
+#endif /* GPUPOOL_USERLIB_BACKEND_CGROUPFS_H */
