@@ -12,6 +12,10 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "backend/backend.h"
+#include "dev/devpools.h"
+#include "host/host.h"
+#include "io/io.h"
 
 GP_API void gp_options_init(struct gp_options *o)
 {

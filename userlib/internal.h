@@ -34,6 +34,14 @@
  * never the table.  ctx.c opens a context in steps (the options, CUDA,
  * the device pools, the backend, the host pools), and undoes those done
  * in the reverse order when one fails and at gp_close().
+ *
+ * Includes.  This header includes what the context itself needs, no
+ * room's header: a file includes the header of each room it calls, so
+ * that its includes say what it depends on.  The calls point one way
+ * (docs/design.md): the context, the interposer and torch.c above the
+ * host pools, the device pools and the file reader; the file reader
+ * above the host pools, the host pools above the backends; the backends
+ * call none of them (host/seg.h gives them the segment's type alone).
  */
 #ifndef GPUPOOL_USERLIB_INTERNAL_H
 #define GPUPOOL_USERLIB_INTERNAL_H
@@ -44,13 +52,13 @@
 #include <stdint.h>
 
 #include "gpupool.h"
-#include "bfc.h"
-#include "bytes.h"
-#include "cuda.h"
-#include "backend/backend.h"
-#include "dev/devpools.h"
-#include "host/host.h"
-#include "io/io.h"
+#include "bfc.h"	/* gp_bfc_policy() */
+#include "cuda.h"	/* struct gp_cuda, in the context */
+
+struct gp_backend_ops;
+struct gp_devpools;
+struct gp_host;
+struct gp_reader_pool;
 
 #define GP_API __attribute__((visibility("default")))
 

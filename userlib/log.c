@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "bytes.h"
 
 /* Per thread: the last failed gp_open()'s message (gp_last_error(NULL)),
  * and a copy of a context's message for gp_last_error(ctx).  Two buffers:

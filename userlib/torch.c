@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "dev/devpools.h"
 
 static pthread_once_t gp_torch_once = PTHREAD_ONCE_INIT;
 static struct gp_ctx *gp_torch_ctx;

@@ -4,6 +4,7 @@
  * message of a strict NUMA placement neither can serve.
  */
 #include "internal.h"
+#include "backend/backend.h"
 
 int gp_strict_node_error(struct gp_ctx *ctx, const char *what,
 			 const char *nodes)

@@ -28,8 +28,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroupfs.h"
 #include "internal.h"
+#include "backend/backend.h"
+#include "backend/cgroupfs.h"
+#include "host/seg.h"
 
 #define GP_DEV_PATH	"/dev/gpupool"
 

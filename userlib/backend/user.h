@@ -7,6 +7,8 @@
 #define GPUPOOL_USERLIB_BACKEND_USER_H
 
 #include "internal.h"
+#include "backend/backend.h"
+#include "host/seg.h"
 
 #define GP_POPULATE_MAX_THREADS	256
 

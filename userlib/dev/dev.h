@@ -22,7 +22,10 @@
 #ifndef GPUPOOL_USERLIB_DEV_H
 #define GPUPOOL_USERLIB_DEV_H
 
+#include "bfc.h"
+#include "cuda.h"
 #include "internal.h"
+#include "dev/devpools.h"
 
 /* Tunables. */
 #define GP_DEV_GRAN		256ull	/* cudaMalloc guarantees 256-byte alignment */

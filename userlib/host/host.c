@@ -32,7 +32,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pools.h"
+#include "backend/backend.h"
+#include "host/pools.h"
 
 /* Add a segment able to hold `size` to pool `kind`. */
 static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * host.h - the host pools (userlib/host/) as the rest of the library sees
- * them: the segment, which the backends map and the file reader reads
- * into, and the calls into the pools.  Their state (struct gp_host) is
+ * them: the segment (host/seg.h), which the file reader reads into, and
+ * the calls into the pools.  Their state (struct gp_host) is
  * host/pools.h's, private to host/.
  */
 #ifndef GPUPOOL_USERLIB_HOST_HOST_H
@@ -11,33 +11,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "list.h"
+#include "host/seg.h"
 
 struct gp_ctx;
 struct gp_info;
-
-enum gp_hpool_kind { GP_POOL_SMALL, GP_POOL_LARGE, GP_NR_HPOOLS };
-
-struct gp_seg {
-	uint64_t addr;
-	uint64_t size;
-	int fd;			/* memfd / chunk fd, kept for shared segments; else -1 */
-	uint32_t region_id;	/* in its pool's BFC (0 for own segments) */
-	uint64_t khandle;	/* kernel backend: the chunk's id */
-	uint64_t requested;	/* own segments: what was asked for */
-	uint64_t idle_since;	/* ms (CLOCK_MONOTONIC_COARSE) when it went idle */
-	uint32_t nr_used;	/* blocks in use in it */
-	uint8_t kind;		/* enum gp_hpool_kind, or GP_SEG_OWN/GP_SEG_IMPORT */
-	bool registered;
-	bool huge;
-	bool locked;		/* user backend: mlocked */
-	uint16_t parts;		/* user backend: memfds mapped side by side (0: one) */
-	uint64_t part_size;	/* user backend: each but the last one's size */
-	struct gp_list link;		/* all segments of the context */
-	struct gp_list idle_link;	/* LRU of idle pool segments */
-};
-#define GP_SEG_OWN	0x10	/* GP_HOST_SHARED buffer: a segment of its own */
-#define GP_SEG_IMPORT	0x11	/* mapped by gp_host_import() */
 
 /* ctx->host and the pools' cores, once the backend is open (its
  * granularity is theirs); on failure nothing is left.  -ENOMEM.

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pools.h - inside the host pools (host.c, share.c): their state and the
- * segment calls they share.  The rest of the library sees host.h.
+ * pools.h - inside the host pools (host.c, segments.c, share.c): their
+ * state and the segment calls they share.  The rest of the library sees
+ * host.h.
  */
 #ifndef GPUPOOL_USERLIB_HOST_POOLS_H
 #define GPUPOOL_USERLIB_HOST_POOLS_H
 
+#include "bfc.h"
+#include "cuda.h"
 #include "internal.h"
+#include "list.h"
+#include "host/host.h"
 
 struct gp_hpool {
 	struct bfc *b;

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pools.h"
+#include "backend/backend.h"
+#include "host/pools.h"
 
 /* Idle list ------------------------------------------------------------------ */
 

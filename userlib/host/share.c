@@ -8,7 +8,8 @@
  */
 #include <stdlib.h>
 
-#include "pools.h"
+#include "backend/backend.h"
+#include "host/pools.h"
 
 /*
  * Who may map a descriptor from another process, whatever backend it came

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "host/host.h"
 #include "interpose.h"
 
 struct ip_range {

@@ -27,6 +27,7 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "host/host.h"
 #include "interpose.h"
 
 static int ip_why_of(int err)

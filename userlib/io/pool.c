@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "reader.h"
+#include "host/host.h"
+#include "io/reader.h"
 
 /* The host pools' hook (host.h), under their lock: a segment goes, and no
  * ring may keep its pages.  Nothing before the context's readers exist.

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "internal.h"
+#include "list.h"
 #include "io/io.h"
 #include "io/ring.h"
 

@@ -37,7 +37,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reader.h"
+#include "host/host.h"
+#include "host/seg.h"
+#include "io/reader.h"
 
 /* What a request carries between submission and completion (in its
  * internal[] words).
