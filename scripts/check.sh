@@ -7,7 +7,8 @@
 #      benchmark's quick run (it must build and finish; no speed asserted),
 #      the Python tests, the YAML in the tree (scripts/yaml-check.py), the
 #      CDI spec gpupoolctl writes (scripts/cdi-check.py)
-#   2. checkpatch on the kernel code
+#   2. checkpatch on the kernel code; no loop among the calls between
+#      libgpupool's rooms (scripts/rooms-check.sh)
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
 #      user backend there), and libgpupool's tests on the kernel backend;
@@ -195,6 +196,9 @@ host_block() {
 
 	step "checkpatch"
 	"$top/scripts/checkpatch.sh" || st=1
+
+	step "libgpupool's rooms: no loop among their calls (nm over the objects)"
+	"$top/scripts/rooms-check.sh" || st=1
 	return $st
 }
 
