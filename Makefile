@@ -9,10 +9,20 @@ include $(TOP)/mk/common.mk
 
 # Looked up once (not on every use), quietly: with no headers installed it is
 # empty, and the targets that need a kernel say what to do (need_kernel).
+# For another machine's kernel, kbuild's way: ARCH=arm64
+# CROSS_COMPILE=aarch64-linux-gnu- builds against the newest of Debian's
+# arm64 headers that make deps unpacks (scripts/arm64-kernel.sh), or
+# against KDIR=<any arm64 tree>, KVER then that tree's release.
 ifeq ($(origin KVER),undefined)
-KVER := $(shell $(TOP)/scripts/default-kver.sh 2>/dev/null)
+ifneq ($(origin KDIR),undefined)
+KVER := $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+else
+KVER := $(shell $(TOP)/scripts/default-kver.sh $(ARCH) 2>/dev/null)
 endif
-KDIR ?= /lib/modules/$(KVER)/build
+endif
+ifeq ($(origin KDIR),undefined)
+KDIR := $(if $(KVER),$(shell $(TOP)/scripts/default-kver.sh --kdir $(KVER)))
+endif
 define need_kernel
 	@if [ -z "$(KVER)" ]; then \
 		echo 'gpupool: no kernel headers are installed (nothing in /lib/modules/*/build),'; \
@@ -20,6 +30,8 @@ define need_kernel
 		echo '  make deps                      install the headers and everything else the'; \
 		echo '                                 build and the tests need (apt-get, as root)'; \
 		echo '  make module KVER=<release>     build against /lib/modules/<release>/build'; \
+		echo '  make module KDIR=<tree>        build against that kernel tree (ARCH=,'; \
+		echo '                                 CROSS_COMPILE= for another architecture)'; \
 		echo '  make lib tools                 build only the library and the tools'; \
 		echo '(make check runs make deps itself, make demo make deps-demo.)'; \
 		exit 1; \
@@ -33,6 +45,13 @@ SUBMAKE = $(MAKE) --no-print-directory O=$(O) TOP=$(TOP)
 # The test directories (tests/<dir>), each built by its own target.
 TEST_DIRS = unit tools cudart_double cudadrv_double lib interpose vm tsan fuzz \
 	containers slurm
+# A cross build (another machine's compiler: CROSS_COMPILE=, CC=) leaves
+# out the fuzzers, which are the build machine's clang's libFuzzer runs,
+# and the container test, whose rootfs takes this machine's busybox.
+CROSS_LEFT_OUT := fuzz containers
+ifneq ($(TARGET_ARCH_NAME),$(BUILD_ARCH_NAME))
+TEST_DIRS := $(filter-out $(CROSS_LEFT_OUT),$(TEST_DIRS))
+endif
 
 .PHONY: all module modules-all ksft lib tools slurm tests demo check bench deps deps-demo \
 	$(addprefix tests-,$(TEST_DIRS)) \
@@ -63,7 +82,8 @@ deps-demo:
 
 module:
 	$(need_kernel)
-	@$(TOP)/scripts/build-module.sh $(KVER) $(O)/kmod/$(KVER) $(KDIR)
+	@ARCH=$(ARCH) CROSS_COMPILE=$(CROSS_COMPILE) \
+		$(TOP)/scripts/build-module.sh $(KVER) $(O)/kmod/$(KVER) $(KDIR)
 
 # One target per kernel: `make -j` builds them side by side.
 modules-all: $(addprefix module-for-,$(TEST_KVERS))

@@ -9,6 +9,7 @@
 # The two lists below (and linux-source-7.2 after them) are the only places
 # dependencies are named.
 set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
 
 case ${1:-all} in
 all|demo) part=${1:-all} ;;
@@ -50,7 +51,16 @@ demo_pkgs="gcc make libc6-dev perl kmod cpio
 # crun: the container the VM runs with the CDI device (tests/containers).
 # ccache: `make check` compiles through it, with a cache every clone on the
 # machine shares (scripts/check.sh).
+# arm64 (docs/development.md, "Cross builds"): gcc-aarch64-linux-gnu and
+# crossbuild-essential-arm64 (the arm64 packages, dpkg-buildpackage
+# --host-arch arm64), libc6-dev:arm64 (libc6:arm64, whose symbols
+# dpkg-shlibdeps reads for the arm64 packages, and whose loader runs the
+# arm64 programs under qemu-user), qemu-user (qemu-aarch64: the library's
+# and the interposer's suites for arm64 on this machine).  Debian's arm64
+# kernel headers cannot be installed here: scripts/arm64-kernel.sh
+# unpacks them, below.
 check_pkgs="build-essential ccache clang libclang-rt-14-dev bc flex bison xz-utils zstd
+      gcc-aarch64-linux-gnu crossbuild-essential-arm64 libc6-dev:arm64 qemu-user
       libelf-dev libssl-dev
       linux-source-6.1
       dkms liburing-dev python3-numpy python3-pip python3-setuptools
@@ -110,7 +120,23 @@ bp_pin=/etc/apt/preferences.d/gpupool-$bp
 need72=""
 [ "$part" = demo ] || have linux-source-7.2 || need72=linux-source-7.2
 
-[ -z "$missing$need612$need72" ] && exit 0
+# Debian's arm64 kernel headers, unpacked (scripts/arm64-kernel.sh): the
+# module's cross build is checked against them.
+needa64=""
+[ "$part" = demo ] || [ -n "$("$top/scripts/arm64-kernel.sh" list)" ] || needa64=1
+fetch_a64() {
+	[ -z "$needa64" ] || "$top/scripts/arm64-kernel.sh" fetch >/dev/null
+}
+
+if [ -z "$missing$need612$need72" ]; then
+	if [ -n "$needa64" ] && [ "$(id -u)" -ne 0 ]; then
+		echo "gpupool needs Debian's arm64 kernel headers. As root, run:" >&2
+		echo "  scripts/arm64-kernel.sh fetch" >&2
+		exit 1
+	fi
+	fetch_a64
+	exit 0
+fi
 
 cmd="apt-get install -y --no-install-recommends$missing $need612 $need72"
 if [ "$(id -u)" -ne 0 ]; then
@@ -216,6 +242,15 @@ Pin: release n=$bp
 Pin-Priority: -1" || true
 fi
 
+# Packages of another architecture (libc6-dev:arm64) need it in dpkg's list.
+case "$missing " in
+*:arm64\ *)
+	dpkg --print-foreign-architectures | grep -qx arm64 || {
+		echo "deps: adding the arm64 architecture (dpkg --add-architecture arm64)"
+		dpkg --add-architecture arm64
+	} ;;
+esac
+
 echo "deps: installing:$missing $need612 $need72"
 apt-get update -q
 if [ -n "$need72" ] &&
@@ -248,3 +283,4 @@ fi
 [ -z "$rest" ] || apt-get install -y -q --no-install-recommends $rest
 # shellcheck disable=SC2086
 [ -z "$images" ] || apt-get install -y -q --no-install-recommends $images
+fetch_a64

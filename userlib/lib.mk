@@ -12,6 +12,6 @@ LIB_HDRS := $(wildcard $(TOP)/userlib/*.h $(TOP)/userlib/*/*.h) $(wildcard $(TOP
 LIB_CPPFLAGS := $(CPPFLAGS) -I$(TOP)/userlib -I$(TOP)/core \
 		-DGP_HAVE_CUDA_HEADERS=$(HAVE_CUDA)
 ifeq ($(HAVE_CUDA),1)
-LIB_CPPFLAGS += -isystem $(CUDA_HOME)/include
+LIB_CPPFLAGS += -isystem $(CUDA_INC)
 endif
 LIB_LIBS := -ldl -pthread
