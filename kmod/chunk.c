@@ -24,8 +24,10 @@
  *  - fork: the child shares the pages but copies no PTE: it faults in
  *    what it touches (below, "Why not VM_MIXEDMAP"); the chunk lives until
  *    every mapping in every process is gone;
- *  - with huge_maps, a chunk's whole 2 MiB blocks are mapped with one PMD
- *    entry each, at their first touch (below, "2 MiB (PMD) entries").
+ *  - with huge_maps, a chunk's whole 2 MiB blocks are mapped with one
+ *    2 MiB entry each: a PMD entry at their first touch with 4 KiB pages
+ *    (below, "2 MiB (PMD) entries"), arm64's contiguous PTEs with 16 and
+ *    64 KiB pages (below, "Large entries").
  *
  * Why not VM_MIXEDMAP.  vm_insert_pages() sets VM_MIXEDMAP on the vma, and
  * fork copies every PTE of a VM_PFNMAP|VM_MIXEDMAP vma: vma_needs_copy()
@@ -58,7 +60,33 @@
  * itself with helpers (set_pte_range(), do_set_pte()) not exported to
  * modules.
  *
- * 2 MiB (PMD) entries, with huge_maps (gp_pmd_maps(): 6.15+ with THP).
+ * Large entries.  A block is 2 MiB on every page size (gpupool.h); what
+ * maps it whole, with huge_maps, depends on the page size:
+ *  - 4 KiB (x86_64, arm64): a PMD entry, as below (GP_PMD_MAPS);
+ *  - 16 and 64 KiB (arm64): a PMD maps 32 or 512 MiB, more than a block,
+ *    so no PMD entry ever maps a chunk.  arm64's contiguous-PTE hint
+ *    does (GP_CONT_MAPS, CONFIG_ARM64_CONTPTE): 128 x 16 KiB or
+ *    32 x 64 KiB PTEs, one TLB entry of 2 MiB.  The module sets no
+ *    contiguous bit itself: set_ptes() folds a CONT_PTE_SIZE range
+ *    (contpte_try_fold(), 7.2 arch/arm64/include/asm/pgtable.h) when its
+ *    last PTE is set, if virtual and physical addresses are both at the
+ *    range's last page, every PTE of the range is valid with consecutive
+ *    pfns and the same protections, and one folio covers the range
+ *    (__contpte_try_fold(), arch/arm64/mm/contpte.c: "ensure the contpte
+ *    range is fully covered by a single folio").  vm_insert_pages() and
+ *    finish_fault() set PTEs one at a time through set_ptes(), so the
+ *    prefill and the faults below both fold, given two things: the
+ *    block stays one folio (huge_maps, as for PMDs; split order-0 pages
+ *    are folios of their own and never fold), and the mapping's address
+ *    is congruent to the chunk's pool offset modulo CONT_PTE_SIZE
+ *    (gp_chunk_get_unmapped_area(); a block is physically aligned to its
+ *    order).  Without huge_maps, or on kernels without CONTPTE (before
+ *    6.9; 6.9 has no mm_get_unmapped_area() to place mappings with),
+ *    those page sizes get one PTE per page.  Unfolding, on a partial
+ *    munmap or mprotect, is the kernel's too.
+ *
+ * 2 MiB (PMD) entries, with huge_maps and 4 KiB pages (gp_pmd_maps():
+ * 6.15+ with THP).
  * The pool keeps its order-9 blocks whole (reserve.c); mmap places the
  * mapping so that the chunk's whole blocks fall on 2 MiB boundaries
  * (gp_chunk_get_unmapped_area(), thp_get_unmapped_area() with the chunk's
@@ -73,7 +101,7 @@
  * setting allows (__thp_vma_allowable_orders(): "always", or "madvise"
  * with VM_HUGEPAGE, which mmap sets) and not after MADV_NOHUGEPAGE; then
  * ->fault maps those blocks a page at a time.  The cost is in the
- * quarantine: the 512 pages share one refcount (zeroing.c,
+ * quarantine: the block's pages share one refcount (zeroing.c,
  * gp_folio_held_elsewhere()).  What the older kernels offer, rejected:
  *  - vmf_insert_pfn_pmd() (6.1, 6.12) wants VM_PFNMAP or VM_MIXEDMAP
  *    (6.1 mm/huge_memory.c: "BUG_ON(!(vma->vm_flags & (VM_PFNMAP|
@@ -95,6 +123,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/anon_inodes.h>
+#include <linux/compat.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -216,7 +245,7 @@ static const struct vm_operations_struct gp_vm_ops = {
 };
 
 /*
- * Insert every page, a block (512 pages) per vm_insert_pages() call, but
+ * Insert every page, a block (GP_BLOCK_PAGES) per vm_insert_pages() call, but
  * for whole folios that a PMD entry can map: those are left to the first
  * touch (gp_vm_huge_fault()), one fault per 2 MiB.  Best effort: whatever
  * is left out is faulted in later.
@@ -290,19 +319,56 @@ int gp_chunk_mmap(struct gp_chunk *c, struct vm_area_struct *vma)
 	return 0;
 }
 
-#if GP_PMD_MAPS
+#if GP_CONT_MAPS
+/*
+ * An address for len bytes whose offset modulo CONT_PTE_SIZE is pgoff's
+ * (as thp_get_unmapped_area() does for PMD_SIZE, which is more than a
+ * block here): ask for CONT_PTE_SIZE more, then move up into the slack.
+ * 0 where that cannot be (the caller takes any address).
+ */
+static unsigned long gp_cont_unmapped_area(struct file *file,
+					   unsigned long addr,
+					   unsigned long len,
+					   unsigned long pgoff,
+					   unsigned long flags)
+{
+	unsigned long off = pgoff << PAGE_SHIFT, ret;
+
+	if (in_compat_syscall() || len < CONT_PTE_SIZE ||
+	    len + CONT_PTE_SIZE < len)
+		return 0;
+	ret = gp_mm_get_unmapped_area(file, addr, len + CONT_PTE_SIZE, pgoff,
+				      flags);
+	if (IS_ERR_VALUE(ret))
+		return 0;
+	if (ret == addr)	/* the hint (or MAP_FIXED) was free: keep it */
+		return addr;
+	return ret + ((off - ret) & (CONT_PTE_SIZE - 1));
+}
+#endif
+
+#if GP_FOLIO_BLOCKS
 /*
  * Where a mapping of len bytes of c from its page pgoff goes (an mmap, or
  * mremap moving one): an address congruent to that page's offset in the
- * pool modulo 2 MiB, so that c's whole folios fall on PMD boundaries.
+ * pool modulo the large entries' size, so that c's whole folios fall on
+ * their boundaries: PMD_SIZE (thp_get_unmapped_area()), or CONT_PTE_SIZE.
  */
 unsigned long gp_chunk_get_unmapped_area(struct gp_chunk *c,
 					 struct file *file, unsigned long addr,
 					 unsigned long len, unsigned long pgoff,
 					 unsigned long flags)
 {
-	return thp_get_unmapped_area(file, addr, len,
-				     (c->offset >> PAGE_SHIFT) + pgoff, flags);
+	unsigned long pg = (c->offset >> PAGE_SHIFT) + pgoff;
+#if GP_CONT_MAPS
+	unsigned long ret = gp_cont_unmapped_area(file, addr, len, pg, flags);
+
+	if (ret)
+		return ret;
+	return gp_mm_get_unmapped_area(file, addr, len, pg, flags);
+#else
+	return thp_get_unmapped_area(file, addr, len, pg, flags);
+#endif
 }
 #endif
 
@@ -322,7 +388,7 @@ static int gp_chunk_fd_mmap(struct file *file, struct vm_area_struct *vma)
 	return ret;
 }
 
-#if GP_PMD_MAPS
+#if GP_FOLIO_BLOCKS
 static unsigned long gp_chunk_fd_get_unmapped_area(struct file *file,
 						   unsigned long addr,
 						   unsigned long len,
@@ -373,7 +439,7 @@ static long gp_chunk_fd_ioctl(struct file *file, unsigned int cmd,
 static const struct file_operations gp_chunk_fops = {
 	.owner		= THIS_MODULE,
 	.mmap		= gp_chunk_fd_mmap,
-#if GP_PMD_MAPS
+#if GP_FOLIO_BLOCKS
 	.get_unmapped_area = gp_chunk_fd_get_unmapped_area,
 #endif
 	.release	= gp_chunk_fd_release,

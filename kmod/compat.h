@@ -55,17 +55,39 @@ static inline void vma_set_file(struct vm_area_struct *vma, struct file *file)
 #endif
 
 /*
- * GP_PMD_MAPS: the pool keeps its 2 MiB blocks whole (order-9 folios) and
- * maps them with PMD entries, through vmf_insert_folio_pmd() (6.15) from a
- * ->huge_fault handler; it needs transparent huge pages built in.  Without
- * it every block is split into order-0 pages, mapped with PTEs.  Why the
- * older kernels' ways are not used: kmod/chunk.c, "2 MiB (PMD) entries".
+ * What the kernel offers for mapping a block whole (kmod/chunk.c, "Large
+ * entries"); gpupool.h says what each page size gets of it.
+ *
+ * GP_KERNEL_PMD_MAPS: a PMD entry for a driver's folio, through
+ * vmf_insert_folio_pmd() (6.15) from a ->huge_fault handler; it needs
+ * transparent huge pages built in.  Why the older kernels' ways are not
+ * used: kmod/chunk.c, "2 MiB (PMD) entries".
+ *
+ * GP_KERNEL_CONT_MAPS: arm64's contiguous PTEs for user memory
+ * (CONFIG_ARM64_CONTPTE, 6.9): set_ptes() folds the PTEs of a
+ * CONT_PTE_SIZE range into one TLB entry when they map one folio, at the
+ * same offset in virtual and physical memory.  Placing mappings so needs
+ * mm_get_unmapped_area() (exported since 6.10; gp_mm_get_unmapped_area()).
  */
 #if defined(GP_HAVE_VMF_INSERT_FOLIO_PMD) && \
 	IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE)
-#define GP_PMD_MAPS 1
+#define GP_KERNEL_PMD_MAPS 1
 #else
-#define GP_PMD_MAPS 0
+#define GP_KERNEL_PMD_MAPS 0
+#endif
+
+#if IS_ENABLED(CONFIG_ARM64_CONTPTE) && defined(GP_HAVE_MM_GET_UNMAPPED_AREA)
+#define GP_KERNEL_CONT_MAPS 1
+#include <linux/sched/mm.h>
+/* 6.12 has it take the mm first (current's), 7.2 not. */
+#ifdef GP_MM_GET_UNMAPPED_AREA_TAKES_MM
+#define gp_mm_get_unmapped_area(file, addr, len, pgoff, flags) \
+	mm_get_unmapped_area(current->mm, file, addr, len, pgoff, flags)
+#else
+#define gp_mm_get_unmapped_area mm_get_unmapped_area
+#endif
+#else
+#define GP_KERNEL_CONT_MAPS 0
 #endif
 
 #endif /* GPUPOOL_COMPAT_H */

@@ -455,7 +455,7 @@ static int gp_mmap(struct file *file, struct vm_area_struct *vma)
 	return 0;
 }
 
-#if GP_PMD_MAPS
+#if GP_FOLIO_BLOCKS
 /* A chunk's mapping goes where its 2 MiB folios can be mapped whole. */
 static unsigned long gp_get_unmapped_area(struct file *file,
 					  unsigned long addr, unsigned long len,
@@ -515,7 +515,7 @@ static const struct file_operations gp_fops = {
 	.unlocked_ioctl	= gp_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.mmap		= gp_mmap,
-#if GP_PMD_MAPS
+#if GP_FOLIO_BLOCKS
 	.get_unmapped_area = gp_get_unmapped_area,
 #endif
 	.llseek		= noop_llseek,

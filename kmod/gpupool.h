@@ -46,13 +46,45 @@
 
 #define GPUPOOL_NAME	"gpupool"
 
-/* The pool is made of 2 MiB blocks: one order-9 allocation each where the
- * page allocator has one, else smaller orders (see struct gp_block).
+/*
+ * The pool is made of 2 MiB blocks on every page size, so that its sizes,
+ * growth steps and figures are the same bytes everywhere: order 9 of
+ * 4 KiB pages, 7 of 16 KiB, 5 of 64 KiB.  One allocation of that order
+ * each where the page allocator has one, else smaller orders (struct
+ * gp_block).  Chunks are whole pages (the ABI's granularity), so their
+ * sizes and offsets in the pool are multiples of PAGE_SIZE.
  */
 #define GP_BLOCK_SHIFT	21
 #define GP_BLOCK_SIZE	(1ULL << GP_BLOCK_SHIFT)
 #define GP_BLOCK_ORDER	(GP_BLOCK_SHIFT - PAGE_SHIFT)
 #define GP_BLOCK_PAGES	(1UL << GP_BLOCK_ORDER)
+
+/*
+ * With huge_maps, blocks stay whole (folios) and chunks' whole blocks are
+ * mapped with the largest entries the kernel has for them (compat.h;
+ * kmod/chunk.c, "Large entries"):
+ *  - GP_PMD_MAPS: one PMD entry per block, where a block is a PMD: 4 KiB
+ *    pages (x86_64, arm64 with 4 KiB pages), 6.15 and later.  With 16 KiB
+ *    pages a PMD maps 32 MiB, with 64 KiB 512 MiB: more than a block.
+ *  - GP_CONT_MAPS: with 64 KiB and 16 KiB pages, arm64's contiguous
+ *    PTEs, which the kernel makes of a folio's PTEs itself: 32 x 64 KiB
+ *    or 128 x 16 KiB, one 2 MiB TLB entry per block (6.10 and later).
+ *    With 4 KiB pages they are 16 x 4 KiB = 64 KiB, which PMD entries
+ *    beat; there the parts of a chunk's blocks mapped by PTEs may still
+ *    be folded into them, by the kernel, where the PMD path keeps blocks
+ *    whole.
+ * GP_HUGE_ENTRY_SHIFT: the largest entry a chunk's whole block gets.
+ */
+#define GP_PMD_MAPS	(GP_KERNEL_PMD_MAPS && PMD_SHIFT == GP_BLOCK_SHIFT)
+#define GP_CONT_MAPS	(GP_KERNEL_CONT_MAPS && PMD_SHIFT != GP_BLOCK_SHIFT)
+#define GP_FOLIO_BLOCKS	(GP_PMD_MAPS || GP_CONT_MAPS)
+#if GP_PMD_MAPS
+#define GP_HUGE_ENTRY_SHIFT	PMD_SHIFT
+#elif GP_CONT_MAPS
+#define GP_HUGE_ENTRY_SHIFT	CONT_PTE_SHIFT
+#else
+#define GP_HUGE_ENTRY_SHIFT	PAGE_SHIFT
+#endif
 
 /* Node ids that fit the ABI's 64-bit node_mask. */
 #define GP_MAX_NID	64
@@ -61,30 +93,35 @@ struct seq_file;
 struct gpupool_pool_stats;
 
 /*
- * A block's page i is head + i when the block is one order-9 allocation;
- * when it had to be put together from smaller orders, head is NULL and
- * pages[i] names each (order-0) page.  An order-9 allocation is split with
- * split_page(), so that each page has its own refcount, except with
- * gp_pmd_maps(): there it stays one folio, which a mapping can take in one
- * PMD entry, and its 512 pages share one refcount (gp_block_folio()).
- * Written once before the block is published (under the node's mutex,
- * with nr_blocks); read without locks afterwards.
+ * A block's page i is head + i when the block is one allocation of
+ * GP_BLOCK_ORDER; when it had to be put together from smaller orders,
+ * head is NULL and pages[i] names each (order-0) page.  A whole block is
+ * split with split_page(), so that each page has its own refcount, except
+ * with gp_folio_blocks(): there it stays one folio, which a mapping can
+ * take in larger entries, and its pages share one refcount
+ * (gp_block_folio()).  Written once before the block is published (under
+ * the node's mutex, with nr_blocks); read without locks afterwards.
  */
 struct gp_block {
 	struct page *head;
 	struct page **pages;
 };
 
-/* huge_maps=: blocks are folios, mapped with PMD entries (main.c). */
+/* huge_maps=: blocks are folios, mapped with large entries (main.c). */
 extern bool gp_huge_maps;
+
+static inline bool gp_folio_blocks(void)
+{
+	return GP_FOLIO_BLOCKS && gp_huge_maps;
+}
 
 static inline bool gp_pmd_maps(void)
 {
 	return GP_PMD_MAPS && gp_huge_maps;
 }
 
-/* The block's order-9 folio, or NULL when its pages are order 0. */
-#if GP_PMD_MAPS
+/* The block's folio, or NULL when its pages are order 0. */
+#if GP_FOLIO_BLOCKS
 static inline struct folio *gp_block_folio(const struct gp_block *b)
 {
 	return gp_huge_maps && b->head ? page_folio(b->head) : NULL;

@@ -61,10 +61,10 @@ module_param(cgroup_limits, charp, 0444);
 MODULE_PARM_DESC(cgroup_limits,
 		 "Per-cgroup limits: auto (the dmem controller's dmem.max where the kernel has it, else the module's own, set with gpupoolctl limit), dmem or module (default auto)");
 
-bool gp_huge_maps = GP_PMD_MAPS;
+bool gp_huge_maps = GP_FOLIO_BLOCKS;
 module_param_named(huge_maps, gp_huge_maps, bool, 0444);
 MODULE_PARM_DESC(huge_maps,
-		 "Keep the pool's 2 MiB blocks whole and map them with 2 MiB (PMD) entries; a page pinned by others then holds back every chunk freed in its block (default 1 where the kernel can: Linux 6.15 and later with transparent huge pages; else 0)");
+		 "Keep the pool's 2 MiB blocks whole and map them with 2 MiB entries (PMD ones with 4 KiB pages, Linux 6.15 and later with transparent huge pages; arm64's contiguous PTEs with 16 or 64 KiB pages, 6.10 and later); a page pinned by others then holds back every chunk freed in its block (default 1 where the kernel can, else 0)");
 
 u64 gp_per_process_limit;
 u32 gp_policy = BFC_POLICY_DEFAULT;
@@ -164,8 +164,11 @@ static int gp_check_params(int *nids, unsigned int *nr, u64 *pool, u64 *max)
 		       dev_mode);
 		return -EINVAL;
 	}
-	if (gp_huge_maps && !GP_PMD_MAPS) {
-		pr_err("huge_maps=1: this kernel cannot map chunks with 2 MiB entries (that needs vmf_insert_folio_pmd(), Linux 6.15, and CONFIG_TRANSPARENT_HUGEPAGE)\n");
+	if (gp_huge_maps && !GP_FOLIO_BLOCKS) {
+		pr_err("huge_maps=1: this kernel cannot map chunks with 2 MiB entries (with %lu KiB pages that needs %s)\n",
+		       PAGE_SIZE >> 10, PMD_SHIFT == GP_BLOCK_SHIFT ?
+		       "vmf_insert_folio_pmd(), Linux 6.15, and CONFIG_TRANSPARENT_HUGEPAGE" :
+		       "arm64's CONFIG_ARM64_CONTPTE and Linux 6.10");
 		return -EINVAL;
 	}
 	ret = gp_parse_size("pool_size", pool_size, pool);
@@ -204,6 +207,8 @@ static int __init gpupool_init(void)
 	u64 pool, max;
 	int ret;
 
+	/* A block is whole pages, of any page size up to 2 MiB. */
+	BUILD_BUG_ON(PAGE_SHIFT > GP_BLOCK_SHIFT);
 	ret = gp_check_params(nids, &nr, &pool, &max);
 	if (ret)
 		return ret;

@@ -85,7 +85,10 @@ static int gpupool_proc_show(struct seq_file *m, void *v)
 	seq_printf(m, "ReserveTime:%*llu ms\n", 13,
 		   div_u64(gp_pool_reserve_ns(), NSEC_PER_MSEC));
 	gp_show_num(m, "", "Nodes", gp_nr_nodes);
-	gp_show_num(m, "", "HugeMaps", gp_pmd_maps());
+	gp_show_num(m, "", "HugeMaps", gp_folio_blocks());
+	gp_show_kb(m, "", "PageSize", PAGE_SIZE);
+	gp_show_kb(m, "", "HugeMapSize",
+		   gp_folio_blocks() ? 1ULL << GP_HUGE_ENTRY_SHIFT : PAGE_SIZE);
 
 	for (i = 0; i < gp_nr_nodes; i++) {
 		snprintf(prefix, sizeof(prefix), "Node%u", nodes[i].node);

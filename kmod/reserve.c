@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * reserve.c - getting pages for the pool: 2 MiB blocks (order 9: split,
- * or one folio with huge_maps; smaller orders, split, where order 9
- * cannot be had), several work items per node
+ * reserve.c - getting pages for the pool: 2 MiB blocks (GP_BLOCK_ORDER:
+ * split, or one folio with huge_maps; smaller orders, split, where that
+ * order cannot be had), several work items per node
  * on the unbound workqueue (queue_work_node(), so the pages are zeroed by
  * the node's own CPUs), a floor the pool never takes a node below, and
  * giving blocks back.  What the blocks become (the node's bfc regions) is
@@ -53,7 +53,9 @@ static void gp_block_free(struct gp_block *b)
 	b->pages = NULL;
 }
 
-/* Where order 9 cannot be had: 512 pages from smaller orders, largest first. */
+/* Where GP_BLOCK_ORDER cannot be had: a block's pages from smaller orders,
+ * largest first.
+ */
 static int gp_block_alloc_fallback(struct gp_block *b, int nid)
 {
 	unsigned int order = GP_BLOCK_ORDER - 1;
@@ -93,7 +95,7 @@ static int gp_block_alloc(struct gp_block *b, int nid, bool *fallback)
 	struct page *page;
 
 	*fallback = false;
-	if (gp_pmd_maps()) {
+	if (gp_folio_blocks()) {
 		page = alloc_pages_node(nid, GP_GFP | __GFP_COMP,
 					GP_BLOCK_ORDER);
 	} else {

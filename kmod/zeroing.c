@@ -23,10 +23,10 @@
 /*
  * Does anyone hold a page of a folio block beyond the pool's reference and
  * the mappings' (one per PTE, one per PMD entry, each counted once in the
- * folio's mapcount)?  The folio's 512 pages share one refcount and one pin
- * count, whichever chunks they belong to, so a pin on any of them holds
- * back every chunk released in the block: quarantine works in 2 MiB units
- * here.  A pin is never missed:
+ * folio's mapcount)?  The folio's pages (a block's) share one refcount
+ * and one pin count, whichever chunks they belong to, so a pin on any of
+ * them holds back every chunk released in the block: quarantine works in
+ * 2 MiB units here.  A pin is never missed:
  *  - every mapping takes its references under map_lock for read (all are
  *    made by chunk.c's mmap and fault handlers: fork copies no entry of a
  *    chunk vma, and userfaultfd, whose write-protect would make it copy
@@ -39,7 +39,7 @@
  *    now).
  * "Held, for now" costs a recheck in GP_QUARANTINE_RECHECK.
  */
-#if GP_PMD_MAPS
+#if GP_FOLIO_BLOCKS
 static bool gp_folio_held_elsewhere(struct gp_node *n, struct folio *folio)
 {
 	int refs, maps;

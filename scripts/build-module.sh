@@ -48,5 +48,8 @@ cp -a "$top/Kbuild" "$top/VERSION" "$out/"
 # Our own make's command-line variables (O= above all, which means
 # something else to kbuild) must not reach the kernel's make.
 unset MAKEFLAGS MAKEOVERRIDES MFLAGS O
+# Empty is not unset to kbuild (ARCH ?= would keep an empty one).
+[ -n "${ARCH:-}" ] || unset ARCH
+[ -n "${CROSS_COMPILE:-}" ] || unset CROSS_COMPILE
 make -C "$kdir" M="$out" W=1 KCFLAGS=-Werror ${KCC:+CC="$KCC"} \
 	${ARCH:+ARCH="$ARCH"} ${CROSS_COMPILE:+CROSS_COMPILE="$CROSS_COMPILE"} modules

@@ -349,6 +349,26 @@ static int cmd_top(const struct opts *o)
 
 /* map ----------------------------------------------------------------------- */
 
+/*
+ * How chunks are mapped, from HugeMaps and PageSize (a module without
+ * PageSize ran on 4 KiB pages): PMD entries for whole blocks with 4 KiB
+ * pages, arm64's contiguous ones with 16 and 64 KiB, else the page's.
+ */
+static void print_mappings(const struct gpctl_pool *p)
+{
+	uint64_t page = gpctl_value(p, "PageSize");
+
+	if (!page)
+		page = 4096;
+	if (!gpctl_value(p, "HugeMaps"))
+		printf("mappings: %llu KiB entries\n", (unsigned long long)page >> 10);
+	else if (page == 4096)
+		printf("mappings: a chunk's whole 2 MiB blocks in 2 MiB entries (FilePmdMapped in /proc/PID/smaps), the rest in 4 KiB\n");
+	else
+		printf("mappings: a chunk's whole 2 MiB blocks in 2 MiB contiguous entries (arm64's contiguous bit, not in smaps), the rest in %llu KiB\n",
+		       (unsigned long long)page >> 10);
+}
+
 static int cmd_map(const struct opts *o)
 {
 	struct gpctl_pool p;
@@ -384,9 +404,7 @@ static int cmd_map(const struct opts *o)
 	else
 		printf("legend: # in use  . free  z being zeroed  q quarantined (still pinned)  ' ' room to grow\n");
 	if (!o->json)
-		printf("%s\n", gpctl_value(&p, "HugeMaps") ?
-		       "mappings: a chunk's whole 2 MiB blocks in 2 MiB entries (FilePmdMapped in /proc/PID/smaps), the rest in 4 KiB" :
-		       "mappings: 4 KiB entries");
+		print_mappings(&p);
 	gpctl_pool_free(&p);
 	return EX_OK;
 }

@@ -377,6 +377,43 @@ TEST(prometheus_textfile)
 	EXPECT_EQ(0, rmdir(dir));
 }
 
+/*
+ * gpupoolctl map says how chunks are mapped from HugeMaps and PageSize
+ * (a 64 KiB-page arm64 module: 2 MiB contiguous entries, else 64 KiB
+ * ones; a 4 KiB one: PMD entries), whatever page size it runs on.
+ */
+TEST(map_names_the_page_size)
+{
+	static const char *const lines[][2] = {
+		{ "HugeMaps: 1\nPageSize: 64 kB\nHugeMapSize: 2048 kB\n",
+		  "\nmappings: a chunk's whole 2 MiB blocks in 2 MiB contiguous entries (arm64's contiguous bit, not in smaps), the rest in 64 KiB\n" },
+		{ "HugeMaps: 0\nPageSize: 64 kB\nHugeMapSize: 64 kB\n",
+		  "\nmappings: 64 KiB entries\n" },
+		{ "HugeMaps: 1\nPageSize: 4 kB\nHugeMapSize: 2048 kB\n",
+		  "\nmappings: a chunk's whole 2 MiB blocks in 2 MiB entries (FilePmdMapped in /proc/PID/smaps), the rest in 4 KiB\n" },
+	};
+	size_t i, len;
+
+	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		char path[] = "/tmp/gpctl-page-XXXXXX", *out;
+		char *text = slurp(FIXTURE_FILE, &len);
+		int fd = mkstemp(path), code = -1;
+
+		ASSERT_NE(NULL, text);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ((ssize_t)len, write(fd, text, len));
+		ASSERT_EQ((ssize_t)strlen(lines[i][0]),
+			  write(fd, lines[i][0], strlen(lines[i][0])));
+		close(fd);
+		free(text);
+		out = ctl(path, "map", &code);
+		EXPECT_EQ(0, code);
+		EXPECT_NE(NULL, strstr(out, lines[i][1])) TH_LOG("%s", out);
+		free(out);
+		unlink(path);
+	}
+}
+
 /* What promtool, the Prometheus project's own checker, says of the output. */
 TEST(promtool_accepts_metrics)
 {

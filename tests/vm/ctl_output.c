@@ -154,10 +154,14 @@ TEST_F(known, map_and_prometheus)
 	for (i = 3; i < 3 + 64 && line[i]; i++)
 		used += line[i] == '#';
 	EXPECT_EQ(8, used) TH_LOG("%s", out);
-	/* How chunks are mapped, as /proc/gpupool's HugeMaps says. */
+	/* How chunks are mapped, as /proc/gpupool's HugeMaps and PageSize
+	 * (in kB) say.
+	 */
+	snprintf(want, sizeof(want), "\nmappings: %lld KiB entries\n",
+		 gp_proc_num("PageSize"));
 	EXPECT_NE(NULL, strstr(out, gp_proc_num("HugeMaps") == 1 ?
-			       "\nmappings: a chunk's whole 2 MiB blocks in 2 MiB entries" :
-			       "\nmappings: 4 KiB entries\n")) TH_LOG("%s", out);
+			       "\nmappings: a chunk's whole 2 MiB blocks in 2 MiB " :
+			       want)) TH_LOG("%s", out);
 	free(out);
 
 	out = ctl("prometheus", -1, &code);

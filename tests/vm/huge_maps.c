@@ -16,7 +16,10 @@
  *  - GUP through a 2 MiB entry: O_DIRECT from and into it; vmsplice holds
  *    the block in quarantine until the pipe lets go;
  *  - huge_maps=0 maps page by page; huge_maps=1 where the kernel cannot is
- *    refused at load.
+ *    refused at load;
+ *  - with 16 or 64 KiB pages (arm64), where no PMD entry maps a block,
+ *    mappings are placed for the kernel's contiguous PTEs instead
+ *    (cont_entries_placed); the PMD tests skip there.
  * Every test ends with the pool whole (the fixture's unload).  On 6.15 and
  * later (with THP) the module must map so by default: a module that does
  * not fails here; before 6.15 all but the parameter's test skip.
@@ -39,20 +42,30 @@ GP_POOL_FIXTURE(hm, "pool_size=32M", 10000)
 
 #define THP_ENABLED	"/sys/kernel/mm/transparent_hugepage/enabled"
 
-/*
- * Can this kernel map a module's pages with 2 MiB entries: Linux 6.15 or
- * later (vmf_insert_folio_pmd()), with transparent huge pages?  Then the
- * module must do so by default (huge_maps).
- */
-static int kernel_can_huge_map(void)
+/* Is the kernel at least major.minor? */
+static int kernel_at_least(int want_major, int want_minor)
 {
 	struct utsname u;
 	int major, minor;
 
 	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
 		return 0;
-	return (major > 6 || (major == 6 && minor >= 15)) &&
-	       !access(THP_ENABLED, F_OK);
+	return major > want_major || (major == want_major && minor >= want_minor);
+}
+
+/*
+ * Can this kernel map a module's pages with 2 MiB entries, with
+ * transparent huge pages: with 4 KiB pages PMD ones, Linux 6.15 or later
+ * (vmf_insert_folio_pmd()); with 16 or 64 KiB pages (arm64) contiguous
+ * PTEs, 6.10 or later (CONFIG_ARM64_CONTPTE, which THP brings by
+ * default)?  Then the module must do so by default (huge_maps).
+ */
+static int kernel_can_huge_map(void)
+{
+	if (access(THP_ENABLED, F_OK))
+		return 0;
+	return sysconf(_SC_PAGESIZE) == 4096 ? kernel_at_least(6, 15) :
+					       kernel_at_least(6, 10);
 }
 
 /* Does the THP setting let a fault map 2 MiB ("always" or "madvise")? */
@@ -64,7 +77,12 @@ static int thp_faults_allowed(void)
 	       !strstr(buf, "[never]");
 }
 
+/* PMD entries: 4 KiB pages, where the kernel can. */
 #define NEED_HUGE() do {						\
+	if (sysconf(_SC_PAGESIZE) != 4096)				\
+		SKIP(return, "no PMD entry maps a block with %ld KiB pages " \
+		     "(cont_entries_placed instead)",			\
+		     sysconf(_SC_PAGESIZE) >> 10);			\
 	if (!kernel_can_huge_map())					\
 		SKIP(return, "no 2 MiB mappings for modules before Linux 6.15"); \
 	ASSERT_EQ(1, gp_proc_num("HugeMaps"));				\
@@ -366,6 +384,61 @@ TEST_F(hm, vmsplice_holds_a_mapped_block)
 	EXPECT_TRUE(gp_all_bytes(p, POOL, 0));
 	EXPECT_EQ(0, munmap(p, POOL));
 	EXPECT_EQ(0, gp_free(self->fd, h));
+}
+
+/*
+ * 16 and 64 KiB pages (arm64): the kernel folds the PTEs of a block into
+ * contiguous entries (no figure in smaps says so), given a folio per block
+ * and a mapping congruent to the chunk's pool offset modulo 2 MiB: the
+ * module's part, checked here with what it means for the bytes.  The
+ * pool's first chunk is at offset 0, the next one a page further.
+ */
+TEST_F(hm, cont_entries_placed)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t a, h;
+	char *p, *q;
+
+	if (pg == 4096)
+		SKIP(return, "4 KiB pages: PMD entries (the tests above)");
+	if (!kernel_can_huge_map())
+		SKIP(return, "no contiguous entries for modules before 6.10");
+	ASSERT_EQ(1, gp_proc_num("HugeMaps"));
+	EXPECT_EQ(pg >> 10, gp_proc_num("PageSize"));
+	EXPECT_EQ(2048, gp_proc_num("HugeMapSize"));
+	h = map_new(_metadata, self->fd, 8 * MiB, &p);
+	ASSERT_NE(0, h);
+	EXPECT_EQ(0, (unsigned long)p % BLK);
+	/* Mapped whole at mmap, zero, then what one mapping writes. */
+	EXPECT_EQ(8192, gp_vma_kb(p, "Rss"));
+	EXPECT_TRUE(gp_all_bytes(p, 8 * MiB, 0));
+	gp_fill_pages(p, 8 * MiB, 2);
+	a = map_new(_metadata, self->fd, 4 * MiB, &q);
+	ASSERT_NE(0, a);
+	EXPECT_EQ(0, (unsigned long)q % BLK);
+	/* Split and unfolded by the kernel: the bytes stay. */
+	ASSERT_EQ(0, munmap(p + BLK + pg, pg));
+	ASSERT_EQ(0, mprotect(p + 2 * BLK + 3 * pg, pg, PROT_READ));
+	EXPECT_EQ(128 + SIGSEGV, child_write(p + 2 * BLK + 3 * pg));
+	EXPECT_EQ(0, gp_check_pages(p, BLK, 2));
+	EXPECT_EQ(0, gp_check_pages(p + 2 * BLK, 2 * BLK,
+				    2 + 2 * BLK / GP_PG));
+	EXPECT_EQ(0, munmap(p, 8 * MiB));
+	EXPECT_EQ(0, munmap(q, 4 * MiB));
+	EXPECT_EQ(0, gp_free(self->fd, h));
+	EXPECT_EQ(0, gp_free(self->fd, a));
+	pool_whole(_metadata);
+	/* One page in, the next chunk's mapping is one page past 2 MiB. */
+	a = gp_alloc(self->fd, pg);
+	ASSERT_NE(0, a);
+	h = map_new(_metadata, self->fd, 4 * MiB, &p);
+	ASSERT_NE(0, h);
+	EXPECT_EQ(pg, (long)((unsigned long)p % BLK));
+	EXPECT_TRUE(gp_all_bytes(p, 4 * MiB, 0));
+	EXPECT_EQ(0, munmap(p, 4 * MiB));
+	EXPECT_EQ(0, gp_free(self->fd, h));
+	EXPECT_EQ(0, gp_free(self->fd, a));
+	pool_whole(_metadata);
 }
 
 /* huge_maps=0: page by page on any kernel; =1 refused where it cannot be. */
