@@ -141,6 +141,46 @@ ssize_t gp_io_sync(struct gp_ctx *ctx, struct gp_reader_pool *io,
 
 /* The file ------------------------------------------------------------------- */
 
+/*
+ * The logical block size of block device major:minor, or of the disk a
+ * partition of it is on (sysfs), the alignment O_DIRECT asks there; 0 where
+ * sysfs has none (no block device: tmpfs, overlay, network file systems).
+ */
+static uint32_t gp_dev_block_size(unsigned int major, unsigned int minor)
+{
+	static const char *const where[] = { "queue", "../queue" };
+	char path[96], text[32];
+	unsigned int i;
+	unsigned long v;
+	ssize_t n;
+	int fd;
+
+	for (i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		snprintf(path, sizeof(path),
+			 "/sys/dev/block/%u:%u/%s/logical_block_size", major,
+			 minor, where[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		text[n] = 0;
+		v = strtoul(text, NULL, 10);
+		if (v >= 512 && v <= (1ul << 20) && !(v & (v - 1)))
+			return (uint32_t)v;
+	}
+	return 0;
+}
+
+uint32_t gp_dio_align_default(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	return page > 0 ? (uint32_t)page : 4096;
+}
+
 int gp_file_stat(int fd, struct gp_statx *s)
 {
 	struct statx stx;
@@ -166,12 +206,17 @@ int gp_file_stat(int fd, struct gp_statx *s)
 		s->memalign = stx.stx_dio_mem_align;
 		s->direct_known = true;
 	}
-	if (!s->direct_known) {
-		/* The file system does not say: the page, which every
-		 * logical block size up to it divides.
+	if (!s->direct_known && S_ISREG(stx.stx_mode))
+		/* No STATX_DIOALIGN (before 6.1, or a file system that does
+		 * not say): the block device's logical block size.
 		 */
-		s->align = s->memalign = 4096;
-	}
+		s->align = s->memalign = gp_dev_block_size(stx.stx_dev_major,
+							   stx.stx_dev_minor);
+	if (!s->direct_known && !s->align)
+		/* Nothing says: the page (4 KiB, 16 or 64 KiB on arm64),
+		 * which every logical block size up to it divides.
+		 */
+		s->align = s->memalign = gp_dio_align_default();
 	return 0;
 }
 

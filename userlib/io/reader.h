@@ -130,6 +130,8 @@ struct gp_statx {
 	bool direct_known;
 };
 int gp_file_stat(int fd, struct gp_statx *s);
+/* The O_DIRECT alignment assumed where nothing says: the page size. */
+uint32_t gp_dio_align_default(void);
 /* An O_DIRECT descriptor of fd's file in r's table (index), or -1. */
 int gp_open_direct(struct gp_reader *r, int fd, int accmode);
 /* Drop a reference on r's O_DIRECT descriptor idx (-1: none). */

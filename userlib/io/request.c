@@ -115,7 +115,7 @@ void gp_req_body_done(struct gp_reader *r, struct gp_read_req *q, ssize_t res)
 			f.align = st.align;
 			f.memalign = st.memalign;
 		} else {
-			f.align = f.memalign = 4096;
+			f.align = f.memalign = gp_dio_align_default();
 		}
 		more = gp_io_sync(ctx, ctx->io, &f, s->body_off + body,
 				  (char *)q->dst + s->head + body, s->body_len - body);
