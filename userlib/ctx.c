@@ -180,7 +180,8 @@ static int gp_open_options(struct gp_ctx *ctx)
 		return ret;
 	if (!ctx->opt.host_small_segment)
 		ctx->opt.host_small_segment = 2 * GP_MIB;
-	ctx->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+	ctx->page_size = gp_page_size_test ? gp_page_size_test :
+			 (uint64_t)sysconf(_SC_PAGESIZE);
 	return 0;
 }
 
@@ -248,8 +249,9 @@ static const struct gp_open_step {
 };
 #define GP_OPEN_STEPS	(sizeof(gp_open_steps) / sizeof(gp_open_steps[0]))
 
-/* The test hook (internal.h). */
+/* The test hooks (internal.h). */
 unsigned int gp_open_fail_step;
+uint64_t gp_page_size_test;
 
 /* Step i of gp_open (i == GP_OPEN_STEPS: none, after the last). */
 static int gp_open_step(struct gp_ctx *ctx, unsigned int i)

@@ -132,6 +132,12 @@ struct gp_ctx {
  * internal symbol is.
  */
 extern unsigned int gp_open_fail_step;
+/* ctx.c, a test hook (tests/lib/host_page_size.c): the page size a new
+ * context takes instead of the system's (a multiple of it, as 16 and
+ * 64 KiB are of 4 KiB), so that a 4 KiB host runs the library as an
+ * arm64 kernel with larger pages would; 0, everywhere else: the system's.
+ */
+extern uint64_t gp_page_size_test;
 
 /* log.c */
 void gp_debug(struct gp_ctx *ctx, const char *fmt, ...)
