@@ -15,39 +15,75 @@
 #include <linux/string.h>
 
 #include "gpupool.h"
+#include "bfc_size.h"
+
+/*
+ * Every parameter is read strictly, and a bad value fails the load with
+ * -EINVAL and a line naming the parameter, the value and what it takes
+ * (docs/operations.md).  An empty value is the default, as if the
+ * parameter were not given.  The sizes are strings read at load by the
+ * one size reader (core/bfc_size.h); the booleans, dev_mode and nodes
+ * have parameter operations of their own below: the kernel's would take
+ * "1junk" for true (kstrtobool() reads one or two characters), a sign,
+ * hexadecimal and a line break in a number, and say nothing of what is
+ * accepted.  Each takes its name alone too (NOARG), so that it can say
+ * so itself: a yes for the booleans, refused for the others.
+ */
+static int gp_param_set_bool(const char *val, const struct kernel_param *kp);
+static int gp_param_set_mode(const char *val, const struct kernel_param *kp);
+static int gp_param_set_nodes(const char *val, const struct kernel_param *kp);
+static int gp_param_get_nodes(char *buf, const struct kernel_param *kp);
+
+static const struct kernel_param_ops gp_bool_ops = {
+	.flags = KERNEL_PARAM_OPS_FL_NOARG,
+	.set = gp_param_set_bool,
+	.get = param_get_bool,
+};
+
+static const struct kernel_param_ops gp_mode_ops = {
+	.flags = KERNEL_PARAM_OPS_FL_NOARG,
+	.set = gp_param_set_mode,
+	.get = param_get_ushort,
+};
+
+static const struct kernel_param_ops gp_nodes_ops = {
+	.flags = KERNEL_PARAM_OPS_FL_NOARG,
+	.set = gp_param_set_nodes,
+	.get = gp_param_get_nodes,
+};
 
 static char *pool_size = "256M";
 module_param(pool_size, charp, 0444);
 MODULE_PARM_DESC(pool_size,
-		 "Bytes to reserve at load, split evenly over the nodes; K/M/G suffixes (default 256M; 0 with max_size: start empty)");
+		 "Bytes to reserve at load, split evenly over the nodes; a K, M, G or T suffix, or KiB, MiB, GiB or TiB (default 256M; 0 with max_size: start empty)");
 
 static char *max_size = "0";
 module_param(max_size, charp, 0444);
 MODULE_PARM_DESC(max_size,
-		 "Growth limit: when full, add regions (doubling) up to this many bytes in all; K/M/G suffixes (default 0: no growth)");
+		 "Growth limit: when full, add regions (doubling) up to this many bytes in all; a K, M, G or T suffix, or KiB, MiB, GiB or TiB (default 0: no growth)");
 
 static int nodes[GP_MAX_NID];
 static unsigned int nr_nodes_param;
-module_param_array_named(nodes, nodes, int, &nr_nodes_param, 0444);
+module_param_cb(nodes, &gp_nodes_ops, NULL, 0444);
 MODULE_PARM_DESC(nodes,
 		 "NUMA nodes to hold sub-pools, e.g. nodes=0,1 (default: every node with memory)");
 
 static char *per_process_limit = "0";
 module_param(per_process_limit, charp, 0444);
 MODULE_PARM_DESC(per_process_limit,
-		 "Most bytes of chunks one process may hold; ALLOC beyond it fails with EDQUOT; K/M/G suffixes (default 0: no limit)");
+		 "Most bytes of chunks one process may hold; ALLOC beyond it fails with EDQUOT; a K, M, G or T suffix, or KiB, MiB, GiB or TiB (default 0: no limit)");
 
 static ushort dev_mode = 0660;
-module_param(dev_mode, ushort, 0444);
-MODULE_PARM_DESC(dev_mode, "Permissions of /dev/gpupool (default 0660)");
+module_param_cb(dev_mode, &gp_mode_ops, &dev_mode, 0444);
+MODULE_PARM_DESC(dev_mode, "Permissions of /dev/gpupool, in octal (default 0660)");
 
 static bool strict;
-module_param(strict, bool, 0444);
+module_param_cb(strict, &gp_bool_ops, &strict, 0444);
 MODULE_PARM_DESC(strict,
 		 "Fail the load unless the whole pool_size can be reserved (default 0: reserve what can be had and warn)");
 
 static bool selftest;
-module_param(selftest, bool, 0444);
+module_param_cb(selftest, &gp_bool_ops, &selftest, 0444);
 MODULE_PARM_DESC(selftest,
 		 "Run the BFC core's randomized self-test at load; the load fails if it does (default 0)");
 
@@ -62,7 +98,7 @@ MODULE_PARM_DESC(cgroup_limits,
 		 "Per-cgroup limits: auto (the dmem controller's dmem.max where the kernel has it, else the module's own, set with gpupoolctl limit), dmem or module (default auto)");
 
 bool gp_huge_maps = GP_FOLIO_BLOCKS;
-module_param_named(huge_maps, gp_huge_maps, bool, 0444);
+module_param_cb(huge_maps, &gp_bool_ops, &gp_huge_maps, 0444);
 MODULE_PARM_DESC(huge_maps,
 		 "Keep the pool's 2 MiB blocks whole and map them with 2 MiB entries (PMD ones with 4 KiB pages, Linux 6.15 and later with transparent huge pages; arm64's contiguous PTEs with 16 or 64 KiB pages, 6.10 and later); a page pinned by others then holds back every chunk freed in its block (default 1 where the kernel can, else 0)");
 
@@ -75,42 +111,96 @@ u32 gp_policy = BFC_POLICY_DEFAULT;
  */
 #define GP_SIZE_PARAM_MAX	(64ULL << 40)
 
-/*
- * A size parameter: decimal digits with an optional K, M, G or T suffix
- * (either case), nothing after it, at most 64 TiB.  memparse() reads the
- * suffix, as the value of "1" and the suffix, not the whole parameter:
- * there it would take a leading 0 for octal (010 is 8) and 0x for hex,
- * take P and E too, and wrap silently past 2^64 (6.1's does: 16E is 0,
- * and max_size=0 means no growth).  kstrtoull() reads the digits, which
- * are checked against 64 TiB in the suffix's unit before they are
- * multiplied.
- */
-static int gp_parse_size(const char *name, const char *s, u64 *out)
+/* A size parameter (core/bfc_size.h), at most 64 TiB; empty: def. */
+static int gp_parse_size(const char *name, const char *s, const char *def,
+			 u64 *out)
 {
-	size_t n = strspn(s, "0123456789");
-	char num[24], unit_str[3] = { '1', s[n] };
-	char *end;
-	u64 v, unit;
+	char msg[BFC_SIZE_MSG_LEN];
 
-	/* Digits, then nothing or one character: the suffix. */
-	if (!n || n >= sizeof(num) || (s[n] && s[n + 1]))
-		goto bad;
-	memcpy(num, s, n);
-	num[n] = '\0';
-	/* 1 or the suffix's unit, up to T (memparse() takes P and E too). */
-	unit = memparse(unit_str, &end);
-	if (kstrtoull(num, 10, &v) || *end || unit > 1ULL << 40)
-		goto bad;
-	if (v > GP_SIZE_PARAM_MAX / unit) {
-		pr_err("%s=%s: more than 64 TiB\n", name, s);
+	if (!bfc_size_parse(name, *s ? s : def, GP_SIZE_PARAM_MAX, out, msg,
+			    sizeof(msg)))
+		return 0;
+	pr_err("%s\n", msg);
+	return -EINVAL;
+}
+
+/* strict, selftest, huge_maps: 1, y, Y, on or 0, n, N, off; alone: 1. */
+static int gp_param_set_bool(const char *val, const struct kernel_param *kp)
+{
+	static const char *const words[] = { "0", "n", "N", "off",
+					     "1", "y", "Y", "on" };
+	unsigned int i;
+
+	if (!val || !*val) {
+		if (!val)
+			*(bool *)kp->arg = true;
+		return 0;
+	}
+	for (i = 0; i < ARRAY_SIZE(words); i++) {
+		if (!strcmp(val, words[i])) {
+			*(bool *)kp->arg = i >= ARRAY_SIZE(words) / 2;
+			return 0;
+		}
+	}
+	pr_err("%s=%.64s: expected 1, y, Y or on (yes), or 0, n, N or off (no)\n",
+	       kp->name, val);
+	return -EINVAL;
+}
+
+/* dev_mode: permission bits in octal, at most 0777. */
+static int gp_param_set_mode(const char *val, const struct kernel_param *kp)
+{
+	const char *p = val;
+	unsigned int v = 0;
+
+	if (val && !*val)
+		return 0;
+	while (p && *p >= '0' && *p <= '7' && v <= 0777)
+		v = v * 8 + (*p++ - '0');
+	if (!p || p == val || *p || v > 0777) {
+		pr_err("%s=%.64s: expected permission bits in octal, at most 0777 (as 0660)\n",
+		       kp->name, val ? val : "");
 		return -EINVAL;
 	}
-	*out = v * unit;
+	*(ushort *)kp->arg = v;
+	return 0;
+}
+
+/* nodes: decimal node numbers separated by commas ("0,1"). */
+static int gp_param_set_nodes(const char *val, const struct kernel_param *kp)
+{
+	const char *p = val;
+	unsigned int n = 0;
+	int v;
+
+	while (p && *p) {
+		for (v = 0; *p >= '0' && *p <= '9' && v < GP_MAX_NID; p++)
+			v = v * 10 + (*p - '0');
+		if (n == GP_MAX_NID || p == val || (*p && *p != ',') ||
+		    (*p == ',' && !p[1]) || p[-1] == ',')
+			goto bad;
+		nodes[n++] = v;
+		p += *p == ',';
+	}
+	if (!p)
+		goto bad;
+	nr_nodes_param = n;
 	return 0;
 bad:
-	pr_err("%s=%s: not a size (decimal digits with an optional K, M, G or T suffix)\n",
-	       name, s);
+	pr_err("%s=%.64s: expected NUMA node numbers below %d, decimal, separated by commas (as nodes=0,1)\n",
+	       kp->name, val ? val : "", GP_MAX_NID);
 	return -EINVAL;
+}
+
+static int gp_param_get_nodes(char *buf, const struct kernel_param *kp)
+{
+	unsigned int i;
+	int n = 0;
+
+	for (i = 0; i < nr_nodes_param; i++)
+		n += scnprintf(buf + n, PAGE_SIZE - n, "%s%d", i ? "," : "",
+			       nodes[i]);
+	return n + scnprintf(buf + n, PAGE_SIZE - n, "\n");
 }
 
 /* The nodes to serve, from nodes= or every node with memory the pool can
@@ -159,11 +249,6 @@ static int gp_check_params(int *nids, unsigned int *nr, u64 *pool, u64 *max)
 {
 	int ret;
 
-	if (dev_mode & ~0777) {
-		pr_err("dev_mode=%#o: only permission bits (0777) allowed\n",
-		       dev_mode);
-		return -EINVAL;
-	}
 	if (gp_huge_maps && !GP_FOLIO_BLOCKS) {
 		pr_err("huge_maps=1: this kernel cannot map chunks with 2 MiB entries (with %lu KiB pages that needs %s)\n",
 		       PAGE_SIZE >> 10, PMD_SHIFT == GP_BLOCK_SHIFT ?
@@ -171,11 +256,11 @@ static int gp_check_params(int *nids, unsigned int *nr, u64 *pool, u64 *max)
 		       "arm64's CONFIG_ARM64_CONTPTE and Linux 6.10");
 		return -EINVAL;
 	}
-	ret = gp_parse_size("pool_size", pool_size, pool);
+	ret = gp_parse_size("pool_size", pool_size, "256M", pool);
 	if (!ret)
-		ret = gp_parse_size("max_size", max_size, max);
+		ret = gp_parse_size("max_size", max_size, "0", max);
 	if (!ret)
-		ret = gp_parse_size("per_process_limit", per_process_limit,
+		ret = gp_parse_size("per_process_limit", per_process_limit, "0",
 				    &gp_per_process_limit);
 	if (ret)
 		return ret;
@@ -219,7 +304,7 @@ static int __init gpupool_init(void)
 			return ret;
 	}
 
-	ret = gp_cg_init(cgroup_limits, max ?: pool);
+	ret = gp_cg_init(*cgroup_limits ? cgroup_limits : "auto", max ?: pool);
 	if (ret)
 		return ret;
 

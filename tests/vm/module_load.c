@@ -4,6 +4,7 @@
  * (/dev/gpupool, /proc/gpupool, /sys/module/gpupool) look as documented;
  * GPUPOOL_IOC_VERSION answers ABI 1.x and validates its input; unknown
  * ioctls give ENOTTY; the module cannot be unloaded while a file is open.
+ * Its parameters' values, good and bad: module_params.c.
  */
 #include <stdint.h>
 #include <sys/ioctl.h>
@@ -296,72 +297,6 @@ TEST(dev_mode_param)
 	ASSERT_EQ(0, gp_load(GP_TEST_PARAMS " dev_mode=0600"));
 	EXPECT_EQ(0, stat(GP_DEV, &st));
 	EXPECT_EQ(0600, st.st_mode & 07777);
-	EXPECT_EQ(0, gp_unload_wait(5000));
-}
-
-/* Bad parameter values make the load fail cleanly, leaving nothing. */
-TEST(bad_params_refused)
-{
-	static const char *const bad[] = {
-		"pool_size=lots",
-		"pool_size=16Mx",
-		"pool_size=0",
-		"pool_size=16M max_size=8M",
-		"pool_size=16M dev_mode=01666",
-		"pool_size=16M nodes=63",
-		/* Once memparse()d: 16E wrapped to 0 (no growth), and a huge
-		 * max_size made kvcalloc WARN.
-		 */
-		"pool_size=16M max_size=16E",
-		"pool_size=16M max_size=65T",
-		"pool_size=16M max_size=99999999999999999999",
-		"pool_size=0x1000000",
-		"pool_size=16M per_process_limit=4GB",
-		/* Refused as before memparse() read the suffixes: no number,
-		 * a suffix alone (memparse() reads 0 in 6.1), a sign, a space,
-		 * a newline, P and E, and a size past 2^64 (which it wraps,
-		 * here to 0, no growth).
-		 */
-		"pool_size=",
-		"pool_size=16M max_size=K",
-		"pool_size=-16M",
-		"pool_size=\" 16M\"",
-		"pool_size=\"16M\n\"",
-		"pool_size=16M max_size=1p",
-		"pool_size=16M max_size=1E",
-		"pool_size=16M max_size=17592186044416M",
-	};
-	unsigned int i;
-
-	GP_REQUIRE();
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		EXPECT_EQ(-EINVAL, gp_load(bad[i])) TH_LOG("params \"%s\"", bad[i]);
-		EXPECT_EQ(0, gp_loaded()) TH_LOG("params \"%s\"", bad[i]);
-		EXPECT_EQ(-1, access(GP_DEV, F_OK));
-		EXPECT_EQ(-1, access(GP_PROC, F_OK));
-		if (gp_loaded())
-			gp_unload_wait(2000);
-	}
-}
-
-/*
- * Sizes mean what they meant before memparse() read the suffixes: a
- * leading 0 is decimal (memparse() would read 016 as 14), either case of
- * a suffix, up to T.
- */
-TEST(size_params_read)
-{
-	char text[16384] = "", val[64] = "";
-
-	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load("pool_size=016m max_size=00032M per_process_limit=1t"));
-	EXPECT_LT(0, gp_read_file(GP_PROC, text, sizeof(text)));
-	EXPECT_NE(NULL, gp_proc_value(text, "PoolTotal", val, sizeof(val)));
-	EXPECT_STREQ("16384 kB", val);
-	EXPECT_NE(NULL, gp_proc_value(text, "PoolLimit", val, sizeof(val)));
-	EXPECT_STREQ("32768 kB", val);
-	EXPECT_NE(NULL, gp_proc_value(text, "PerProcessLimit", val, sizeof(val)));
-	EXPECT_STREQ("1073741824 kB", val);
 	EXPECT_EQ(0, gp_unload_wait(5000));
 }
 
