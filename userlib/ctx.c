@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "env.h"
 #include "backend/backend.h"
 #include "dev/devpools.h"
 #include "host/host.h"
@@ -25,80 +26,80 @@ GP_API void gp_options_init(struct gp_options *o)
 	o->numa_node = GP_NUMA_ANY;
 }
 
-static bool gp_env_true(const char *name)
+/* GPUPOOL_POLICY, when gp_options.placement leaves the choice open: the
+ * core's names (bfc_policy_name()).
+ */
+static int gp_env_policy(struct gp_ctx *ctx)
 {
-	const char *v = getenv(name);
+	const char *names[BFC_NR_POLICIES + 1];
+	unsigned int i;
+	int ret;
 
-	return v && *v && strcmp(v, "0") && strcasecmp(v, "no") &&
-	       strcasecmp(v, "false") && strcasecmp(v, "off");
+	for (i = 0; i < BFC_NR_POLICIES; i++)
+		names[i] = bfc_policy_name(i);
+	names[i] = NULL;
+	ret = gp_env_name(ctx, "GPUPOOL_POLICY", names, &i);
+	if (ret > 0 && ctx->opt.placement == GP_PLACEMENT_DEFAULT)
+		ctx->opt.placement = GP_PLACEMENT_TF + (int)i;
+	return ret;
 }
 
-/* "123", "64K", "2M", "1G", "1T" -> bytes; 0 when absent or invalid. */
-static uint64_t gp_env_bytes(const char *name, double *fraction)
+/* GPUPOOL_HOST_LIMIT and GPUPOOL_DEV_LIMIT, when gp_options has none. */
+static int gp_env_limits(struct gp_ctx *ctx)
 {
-	const char *v = getenv(name);
-	char *end;
-	double d;
+	struct gp_options *o = &ctx->opt;
+	uint64_t bytes = 0;
+	double fraction = 0.0;
+	int ret;
 
-	if (!v || !*v)
-		return 0;
-	d = strtod(v, &end);
-	if (end == v || !(d > 0))	/* NaN too */
-		return 0;
-	if (fraction && d <= 1.0 && strchr(v, '.') && !*end) {
-		*fraction = d;
-		return 0;
+	ret = gp_env_size(ctx, "GPUPOOL_HOST_LIMIT", &bytes);
+	if (ret > 0 && !o->host_limit)
+		o->host_limit = bytes;
+	if (ret >= 0)
+		ret = gp_env_size_or_fraction(ctx, "GPUPOOL_DEV_LIMIT", &bytes,
+					      &fraction);
+	if (ret > 0 && !o->dev_limit && o->dev_limit_fraction == 0.0) {
+		o->dev_limit = bytes;
+		o->dev_limit_fraction = fraction;
 	}
-	switch (*end) {
-	case 'k': case 'K': d *= 1024.0; break;
-	case 'm': case 'M': d *= 1024.0 * 1024; break;
-	case 'g': case 'G': d *= 1024.0 * 1024 * 1024; break;
-	case 't': case 'T': d *= 1024.0 * 1024 * 1024 * 1024; break;
-	default: break;
-	}
-	/* Converting a double of 2^64 or more is undefined: no limit. */
-	return d < 18446744073709551616.0 ? (uint64_t)d : UINT64_MAX;
+	return ret;
 }
 
+/* The names GPUPOOL_BACKEND takes, in enum gp_backend's order. */
+static const char *const gp_backend_names[] = { "auto", "kernel", "user", NULL };
+static const char *const gp_dev_mode_names[] = { "auto", "segments", NULL };
+_Static_assert(GP_BACKEND_AUTO == 0 && GP_BACKEND_KERNEL == 1 &&
+	       GP_BACKEND_USER == 2, "gp_backend_names follows enum gp_backend");
+
+/* The environment's part of the options (docs/library.md, "Environment"):
+ * a variable wins over gp_options where the table says so; a bad one
+ * fails the open (-EINVAL, saying which, and what it takes).
+ */
 static int gp_apply_env(struct gp_ctx *ctx)
 {
-	const char *b = getenv("GPUPOOL_BACKEND");
 	struct gp_options *o = &ctx->opt;
+	unsigned int i = 0;
+	bool b = false;
+	int ret;
 
-	ctx->debug = gp_env_true("GPUPOOL_DEBUG");
-	if (b && *b) {
-		if (!strcmp(b, "kernel"))
-			o->backend = GP_BACKEND_KERNEL;
-		else if (!strcmp(b, "user"))
-			o->backend = GP_BACKEND_USER;
-		else if (strcmp(b, "auto"))
-			return gp_err(ctx, -EINVAL,
-				      "GPUPOOL_BACKEND=%s: expected kernel, user or auto", b);
-	}
-	b = getenv("GPUPOOL_DEV_MODE");
-	if (b && *b) {
-		if (!strcmp(b, "segments"))
-			o->flags |= GP_OPEN_DEV_SEGMENTS;
-		else if (strcmp(b, "auto"))
-			return gp_err(ctx, -EINVAL,
-				      "GPUPOOL_DEV_MODE=%s: expected segments or auto", b);
-	}
-	if (gp_env_true("GPUPOOL_REQUIRE_CUDA"))
+	ret = gp_env_bool(ctx, "GPUPOOL_DEBUG", &ctx->debug);
+	if (ret >= 0)
+		ret = gp_env_name(ctx, "GPUPOOL_BACKEND", gp_backend_names, &i);
+	if (ret > 0 && i)	/* auto: gp_options.backend's choice */
+		o->backend = (int)i;
+	if (ret >= 0)
+		ret = gp_env_name(ctx, "GPUPOOL_DEV_MODE", gp_dev_mode_names, &i);
+	if (ret > 0 && i == 1)
+		o->flags |= GP_OPEN_DEV_SEGMENTS;
+	if (ret >= 0)
+		ret = gp_env_bool(ctx, "GPUPOOL_REQUIRE_CUDA", &b);
+	if (ret > 0 && b)
 		o->flags |= GP_OPEN_REQUIRE_CUDA;
-	b = getenv("GPUPOOL_POLICY");
-	if (o->placement == GP_PLACEMENT_DEFAULT && b && *b) {
-		int pol = bfc_policy_parse(b);
-
-		if (pol < 0)
-			return gp_err(ctx, -EINVAL,
-				      "GPUPOOL_POLICY=%s: expected tf, exact, seg, half or age", b);
-		o->placement = GP_PLACEMENT_TF + pol;
-	}
-	if (!o->host_limit)
-		o->host_limit = gp_env_bytes("GPUPOOL_HOST_LIMIT", NULL);
-	if (!o->dev_limit && o->dev_limit_fraction == 0.0)
-		o->dev_limit = gp_env_bytes("GPUPOOL_DEV_LIMIT", &o->dev_limit_fraction);
-	return 0;
+	if (ret >= 0)
+		ret = gp_env_policy(ctx);
+	if (ret >= 0)
+		ret = gp_env_limits(ctx);
+	return ret < 0 ? ret : 0;
 }
 
 static int gp_check_options(struct gp_ctx *ctx)
@@ -216,7 +217,9 @@ static int gp_open_backend(struct gp_ctx *ctx)
 			gp_debug(ctx, "NUMA node of GPU %d unknown; no placement",
 				 ctx->opt.numa_device);
 	}
-	ret = gp_pick_backend(ctx);
+	ret = gp_backend_check_env(ctx);
+	if (!ret)
+		ret = gp_pick_backend(ctx);
 	if (ret)
 		return ret;
 	gp_why_rooms(ctx, why, sizeof(why));

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "env.h"
 
 #define GP_CUDART_DEFAULT	"libcudart.so.13"
 
@@ -136,8 +137,8 @@ void gp_cuda_load(struct gp_ctx *ctx, const char *path)
 
 	memset(c, 0, sizeof(*c));
 	if (!path || !*path)
-		path = getenv("GPUPOOL_CUDART");
-	if (!path || !*path)
+		path = gp_env("GPUPOOL_CUDART");
+	if (!path)
 		path = GP_CUDART_DEFAULT;
 	snprintf(c->path, sizeof(c->path), "%s", path);
 

@@ -60,6 +60,12 @@ extern const struct gp_backend_ops gp_backend_kernel;
  * the error is the context's too.
  */
 int gp_kernel_probe(struct gp_ctx *ctx, bool forced, char *why, size_t len);
+/* user_populate.c: the backends' settings from the environment (the user
+ * backend's GPUPOOL_POPULATE_THREADS), checked whichever backend opens, so
+ * that a bad one fails every open: -EINVAL, with its message.
+ */
+int gp_backend_check_env(struct gp_ctx *ctx);
+
 /* backend.c: GP_OPEN_NUMA_STRICT to a node that cannot serve it: -ENODEV
  * at open, naming the nodes that can (nodes: their list, "0-1,3").
  */

@@ -75,7 +75,14 @@ static int gp_user_open(struct gp_ctx *ctx)
 		u->memlock_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX :
 				   rl.rlim_cur;
 	u->hugetlb_ok = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES);
-	u->populate_threads = gp_populate_threads_default(&u->populate_threads_set);
+	ret = gp_populate_threads_setting(ctx, &u->populate_threads);
+	if (ret < 0) {
+		free(u);
+		return ret;
+	}
+	u->populate_threads_set = ret > 0;
+	if (!ret)
+		u->populate_threads = gp_populate_threads_default();
 	u->shmem_thp = !(ctx->opt.flags & GP_OPEN_NO_HUGEPAGES) &&
 		       gp_shmem_thp_allowed();
 	ctx->backend_data = u;

@@ -37,8 +37,13 @@ int gp_user_node_check(struct gp_ctx *ctx);
 int gp_user_bind(struct gp_ctx *ctx, void *addr, uint64_t size);
 
 /* user_populate.c */
-/* How many threads may fault in a segment (see there). */
-unsigned int gp_populate_threads_default(bool *set);
+/* GPUPOOL_POPULATE_THREADS, at most 65536 (env.h's return; more than
+ * GP_POPULATE_MAX_THREADS give that many).
+ */
+#define GP_POPULATE_SETTING_MAX	65536
+int gp_populate_threads_setting(struct gp_ctx *ctx, unsigned int *n);
+/* How many threads may fault in a segment without it (see there). */
+unsigned int gp_populate_threads_default(void);
 /* Threads to fault in a new segment of size bytes. */
 unsigned int gp_populate_threads(struct gp_ctx *ctx, uint64_t size);
 /* Whether a shmem mapping with MADV_HUGEPAGE gets 2 MiB pages. */

@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "user.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -37,24 +38,31 @@
  */
 #define GP_POPULATE_MIN	(1ull << 20)
 
-/* GPUPOOL_POPULATE_THREADS (then *set), else the CPUs this process may
- * run on.
- */
-unsigned int gp_populate_threads_default(bool *set)
+int gp_populate_threads_setting(struct gp_ctx *ctx, unsigned int *n)
 {
-	const char *v = getenv("GPUPOOL_POPULATE_THREADS");
+	uint64_t v;
+	int ret = gp_env_count(ctx, "GPUPOOL_POPULATE_THREADS", 1,
+			       GP_POPULATE_SETTING_MAX, &v);
+
+	if (ret > 0)
+		*n = v < GP_POPULATE_MAX_THREADS ? (unsigned int)v :
+		     GP_POPULATE_MAX_THREADS;
+	return ret;
+}
+
+int gp_backend_check_env(struct gp_ctx *ctx)
+{
+	unsigned int n;
+
+	return gp_populate_threads_setting(ctx, &n) < 0 ? -EINVAL : 0;
+}
+
+/* The CPUs this process may run on (at most GP_POPULATE_MAX_THREADS). */
+unsigned int gp_populate_threads_default(void)
+{
 	cpu_set_t cpus;
 	long n;
 
-	*set = false;
-	if (v && *v) {
-		n = strtol(v, NULL, 10);
-		if (n >= 1) {
-			*set = true;
-			return n < GP_POPULATE_MAX_THREADS ? (unsigned int)n :
-			       GP_POPULATE_MAX_THREADS;
-		}
-	}
 	if (sched_getaffinity(0, sizeof(cpus), &cpus))
 		return 1;
 	n = CPU_COUNT(&cpus);

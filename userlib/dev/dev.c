@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dev.h"
+#include "env.h"
 
 static int gp_dstream_create(struct gp_ctx *ctx, struct gp_dpool *p,
 			     gp_stream_t stream, bool small,
@@ -460,25 +461,9 @@ void gp_dev_fini(struct gp_ctx *ctx)
 /* GPUPOOL_DEV_HEADROOM: a percentage (decimals allowed) or "none". */
 static int gp_dev_env_headroom(struct gp_ctx *ctx, uint64_t *ppm)
 {
-	const char *v = getenv("GPUPOOL_DEV_HEADROOM");
-	char *end;
-	double d;
-
 	*ppm = GP_DEV_HEADROOM_PPM;
-	if (!v || !*v)
-		return 0;
-	if (!strcmp(v, "none")) {
-		*ppm = UINT64_MAX;
-		return 0;
-	}
-	errno = 0;
-	d = strtod(v, &end);
-	if (errno || *end || end == v || !(d >= 0.0 && d <= 1000.0))
-		return gp_err(ctx, -EINVAL,
-			      "GPUPOOL_DEV_HEADROOM=%s: expected a percentage from 0 to 1000, or none",
-			      v);
-	*ppm = (uint64_t)(d * 1e4 + 0.5);
-	return 0;
+	return gp_env_percent(ctx, "GPUPOOL_DEV_HEADROOM", 1000, ppm) < 0 ?
+	       -EINVAL : 0;
 }
 
 /* gp_options' dev_* fields (after the environment's). */

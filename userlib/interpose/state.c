@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "env.h"
 #include "interpose.h"
 
 IP_TLS int ip_in_real;
@@ -91,27 +92,28 @@ static void ip_fork_child(void)
 	pthread_mutex_unlock(&ip_lock);
 }
 
+/* The settings, read as libgpupool reads its own (env.h): a bad
+ * GPUPOOL_DEBUG is said by the pool's open, on the first request.
+ */
 static void ip_configure(void)
 {
-	const char *m = getenv("GPUPOOL_INTERPOSE_MODE");
-	const char *s = getenv("GPUPOOL_INTERPOSE_STATS");
-	const char *d = getenv("GPUPOOL_DEBUG");
+	static const char *const modes[] = { "fallback", "strict", NULL };
+	const char *s = gp_env("GPUPOOL_INTERPOSE_STATS");
+	unsigned int mode = GP_INTERPOSE_FALLBACK;
+	bool debug = false;
 
-	IP.debug = d && *d && strcmp(d, "0");
-	if (s && *s)
+	gp_env_bool(NULL, "GPUPOOL_DEBUG", &debug);
+	IP.debug = debug;
+	if (s)
 		snprintf(IP.stats_path, sizeof(IP.stats_path), "%s", s);
-	IP.mode = GP_INTERPOSE_FALLBACK;
-	if (m && *m) {
-		if (!strcmp(m, "strict"))
-			IP.mode = GP_INTERPOSE_STRICT;
-		else if (strcmp(m, "fallback"))
-			IP.mode = GP_INTERPOSE_OFF;
-	}
+	_Static_assert(GP_INTERPOSE_FALLBACK == 0 && GP_INTERPOSE_STRICT == 1,
+		       "modes follows GP_INTERPOSE_*");
+	IP.mode = gp_env_name(NULL, "GPUPOOL_INTERPOSE_MODE", modes, &mode) < 0 ?
+		  GP_INTERPOSE_OFF : (int)mode;
 	ip_stats.mode = IP.mode;
 	if (IP.mode == GP_INTERPOSE_OFF)
-		fprintf(stderr, "gpupool-interpose: GPUPOOL_INTERPOSE_MODE=%s: "
-			"expected fallback or strict; the interposer is off, "
-			"CUDA serves every request\n", m);
+		fprintf(stderr, "gpupool-interpose: %s; the interposer is off, "
+			"CUDA serves every request\n", gp_last_error(NULL));
 	pthread_atfork(ip_fork_prepare, ip_fork_parent, ip_fork_child);
 }
 
@@ -136,12 +138,12 @@ int ip_mode(void)
 static const char *ip_runtime(char *path)
 {
 	static const char *const names[] = { "libcudart.so.13", "libcudart.so.12" };
-	const char *env = getenv("GPUPOOL_CUDART");
+	const char *env = gp_env("GPUPOOL_CUDART");
 	void *fn, *dl;
 	unsigned int i;
 	Dl_info info;
 
-	if (env && *env)
+	if (env)
 		return NULL;
 	fn = ip_find_in_objects("cudaHostRegister", NULL);
 	if (fn && dladdr(fn, &info) && info.dli_fname && *info.dli_fname) {
@@ -161,7 +163,7 @@ static const char *ip_runtime(char *path)
 /* ip_lock held.  Open this process's pool, or say why not. */
 static void ip_open(void)
 {
-	const char *b = getenv("GPUPOOL_BACKEND");
+	const char *b = gp_env("GPUPOOL_BACKEND");
 	char path[PATH_MAX] = "";
 	struct gp_options o;
 	struct gp_info info;
@@ -169,7 +171,7 @@ static void ip_open(void)
 
 	gp_options_init(&o);
 	o.flags = GP_OPEN_REQUIRE_CUDA | GP_OPEN_HOST_MAPPED;
-	if (!b || !*b)
+	if (!b)
 		o.backend = GP_BACKEND_KERNEL;
 	o.cudart = ip_runtime(path);
 	ret = gp_open(&o, &IP.ctx);
