@@ -20,8 +20,10 @@
  *   gpupoolctl=PATH  the gpupoolctl to run (default /usr/sbin/gpupoolctl)
  *   proc=PATH        /proc/gpupool (tests)
  *
- * The sizes are gpupoolctl's (tools/ctl_common.c's parse_size, compiled in):
- * decimal bytes with an optional K, M, G or T suffix, powers of 1024.
+ * The sizes are gpupoolctl's, the module's and the library's
+ * (core/bfc_size.c through tools/ctl_common.c's parse_size, compiled in):
+ * decimal bytes with an optional K, M, G or T (or KiB, MiB, GiB, TiB),
+ * powers of 1024.
  * slurm/README.md says when each check runs and why.
  */
 #define _GNU_SOURCE
@@ -40,6 +42,7 @@
 
 #include <slurm/spank.h>
 
+#include "bfc_size.h"		/* BFC_SIZE_MSG_LEN */
 #include "ctl.h"		/* parse_size, CTL_SIZE_MAX */
 #include "proc_parse.h"		/* gpctl_parse_proc */
 
@@ -142,18 +145,18 @@ static const char *human(char *buf, size_t len, uint64_t b)
 
 static int size_arg(const char *what, const char *s, uint64_t *out)
 {
-	char why[160];
+	char why[BFC_SIZE_MSG_LEN];
 
 	if (!s)
 		s = "";
 	if (*s && strspn(s, "0") == strspn(s, "0123456789") &&
 	    strspn(s, "0123456789") == strlen(s)) {
-		slurm_error("gpupool: %s%s: 0 is not a share (a job's share of the pool is 1 byte or more; leave the option out for the default)",
+		slurm_error("gpupool: %s=%s: 0 is not a share (a job's share of the pool is 1 byte or more; leave the option out for the default)",
 			    what, s);
 		return -1;
 	}
-	if (parse_size(s, out, why, sizeof(why))) {
-		slurm_error("gpupool: %s%s is not a size: %s", what, s, why);
+	if (parse_size(what, s, out, why, sizeof(why))) {
+		slurm_error("gpupool: %s", why);
 		return -1;
 	}
 	return 0;
@@ -189,7 +192,7 @@ static int opt_cb(int val, const char *optarg, int remote)
 	uint64_t v;
 
 	(void)val;
-	if (size_arg("--gpupool=", optarg, &v))
+	if (size_arg("--gpupool", optarg, &v))
 		return -1;
 	if (!remote && check_fits(v, "of this host"))
 		return -1;
@@ -245,10 +248,10 @@ static int parse_args(int ac, char **av)
 
 	for (i = 0; i < ac; i++) {
 		if (!strncmp(av[i], "default=", 8)) {
-			if (size_arg("plugstack.conf default=", av[i] + 8, &gp.def))
+			if (size_arg("plugstack.conf default", av[i] + 8, &gp.def))
 				return -1;
 		} else if (!strncmp(av[i], "max=", 4)) {
-			if (size_arg("plugstack.conf max=", av[i] + 4, &gp.max))
+			if (size_arg("plugstack.conf max", av[i] + 4, &gp.max))
 				return -1;
 		} else if (!strncmp(av[i], "interpose=", 10)) {
 			gp.ip_def = ip_mode("plugstack.conf interpose=", av[i] + 10);

@@ -52,11 +52,15 @@ int read_pool(struct gpctl_pool *p);
 /* bytes in unit ('h' human-readable, 'b', 'k', 'm', 'g'), into buf. */
 const char *fmt_size(char *buf, size_t len, uint64_t bytes, char unit);
 /*
- * A size as the module's size parameters take it: decimal digits with an
- * optional K, M, G or T suffix (binary), nothing else, from 1 byte to
- * CTL_SIZE_MAX.  0, or -1 with why (for "'<s>' is not a size: <why>").
+ * A size as the module and the library take it (core/bfc_size.h: digits
+ * and an optional K, M, G, T, KiB, MiB, GiB or TiB), from 1 byte to
+ * CTL_SIZE_MAX, named name in the message: 0, or -1 with msg ("name=s:
+ * why; a size is ...", BFC_SIZE_MSG_LEN bytes are enough).
  */
-int parse_size(const char *s, uint64_t *out, char *why, size_t whylen);
+int parse_size(const char *name, const char *s, uint64_t *out, char *msg,
+	       size_t len);
+/* The variable's value, NULL when it is unset or empty. */
+const char *ctl_env(const char *name);
 
 /* A JSON string (ASCII; other bytes as \u00XX) on stdout, or on out. */
 void json_str(const char *s);

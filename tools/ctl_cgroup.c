@@ -59,13 +59,13 @@ static void tidy_path(char *p)
 
 bool ctl_cgroup_mount(char *buf, size_t len)
 {
-	const char *env = getenv("GPUPOOL_CGROUP_MOUNT");
+	const char *env = ctl_env("GPUPOOL_CGROUP_MOUNT");
 	char *line = NULL;
 	size_t cap = 0;
 	bool found = false;
 	FILE *f;
 
-	if (env && *env) {
+	if (env) {
 		snprintf(buf, len, "%s", env);
 		tidy_path(buf);
 		return true;

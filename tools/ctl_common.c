@@ -2,7 +2,7 @@
 /*
  * ctl_common.c - what gpupoolctl's commands share: reading /proc/gpupool,
  * errors that say what to do, byte counts written (fmt_size) and read
- * (parse_size), names escaped for a terminal, JSON and Prometheus, and
+ * (parse_size), the environment (ctl_env), names escaped for a terminal, JSON and Prometheus, and
  * files replaced whole (ctl_atomic_open, ctl_atomic_commit).
  */
 #define _GNU_SOURCE
@@ -15,6 +15,7 @@
 
 #include <linux/gpupool.h>
 
+#include "bfc_size.h"		/* the size reader the module and the library use */
 #include "ctl.h"
 #include "../userlib/bytes.h"	/* the byte formatter the library uses too */
 
@@ -131,70 +132,28 @@ const char *fmt_size(char *buf, size_t len, uint64_t bytes, char unit)
 	return buf;
 }
 
-/*
- * A size as the module's size parameters take it (pool_size=, max_size=):
- * decimal digits and an optional K, M, G or T (KiB ... TiB), nothing else.
- * No sign, no spaces, no fraction, no "KiB": a typo is refused, never read
- * as something else.
- */
-int parse_size(const char *s, uint64_t *out, char *why, size_t whylen)
+int parse_size(const char *name, const char *s, uint64_t *out, char *msg,
+	       size_t len)
 {
-	size_t n = strspn(s, "0123456789");
-	unsigned int shift = 0;
-	uint64_t v = 0;
-	size_t i;
+	uint64_t v;
 
-	if (!*s) {
-		snprintf(why, whylen, "empty");
+	if (bfc_size_parse(name, s, CTL_SIZE_MAX, &v, msg, len))
 		return -1;
-	}
-	if (*s == '-') {
-		snprintf(why, whylen, "negative: a limit is a number of bytes, 1 or more");
-		return -1;
-	}
-	if (!n) {
-		snprintf(why, whylen, "not a number (decimal bytes with an optional K, M, G or T suffix, as 512M)");
-		return -1;
-	}
-	switch (s[n]) {
-	case '\0':
-		break;
-	case 'k': case 'K':
-		shift = 10;
-		break;
-	case 'm': case 'M':
-		shift = 20;
-		break;
-	case 'g': case 'G':
-		shift = 30;
-		break;
-	case 't': case 'T':
-		shift = 40;
-		break;
-	default:
-		shift = 64;	/* not a suffix */
-	}
-	if (shift == 64 || (shift && s[n + 1])) {
-		snprintf(why, whylen, "'%s' after the number (the only suffixes are K, M, G and T, powers of 1024)",
-			 s + n + (shift && shift < 64));
-		return -1;
-	}
-	for (i = 0; i < n; i++) {
-		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-			goto too_large;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
 	if (!v) {
-		snprintf(why, whylen, "0 is not a limit (to remove a limit: gpupoolctl limit clear CGROUP)");
+		snprintf(msg, len, "%s=%s: 0 is not a limit (to remove a limit: gpupoolctl limit clear CGROUP)",
+			 name, s);
 		return -1;
 	}
-	if (v > CTL_SIZE_MAX >> shift)
-		goto too_large;
-	*out = v << shift;
+	*out = v;
 	return 0;
-too_large:
-	snprintf(why, whylen, "more than 2^63 bytes (8 EiB)");
-	return -1;
+}
+
+/* The variable's value, NULL when it is unset or empty. */
+const char *ctl_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
 }
 
 /*

@@ -33,6 +33,7 @@
 
 #include <linux/gpupool.h>
 
+#include "bfc_size.h"
 #include "ctl.h"
 
 /* A figure dmem does not keep (chunks, denials): shown as "-". */
@@ -454,7 +455,7 @@ int cmd_limit(const struct opts *o)
 	char **argv = o->args;
 	struct ctl_cgroup cg;
 	uint64_t bytes = GPCTL_NO_LIMIT;
-	char why[160];
+	char why[BFC_SIZE_MSG_LEN];
 	bool dmem = false;
 	int ret, devfd = -1, dev_err = 0;
 
@@ -463,9 +464,8 @@ int cmd_limit(const struct opts *o)
 	if (!strcmp(argv[0], "set")) {
 		if (argc != 3)
 			return limit_usage("set takes a cgroup and a size");
-		if (parse_size(argv[2], &bytes, why, sizeof(why))) {
-			fprintf(stderr, "gpupoolctl: limit set: '%s' is not a size: %s\n",
-				argv[2], why);
+		if (parse_size("SIZE", argv[2], &bytes, why, sizeof(why))) {
+			fprintf(stderr, "gpupoolctl: limit set: %s\n", why);
 			return EX_USAGE;
 		}
 	} else if (!strcmp(argv[0], "clear")) {

@@ -78,7 +78,7 @@ static long node_of(const char *field, const char *key)
 /* The loaded module's version (MODULE_VERSION), or "unknown". */
 static void module_version(char *buf, size_t len)
 {
-	const char *path = getenv("GPUPOOL_MODULE_VERSION_PATH");
+	const char *path = ctl_env("GPUPOOL_MODULE_VERSION_PATH");
 	FILE *f = fopen(path ? path : "/sys/module/gpupool/version", "r");
 
 	snprintf(buf, len, "unknown");

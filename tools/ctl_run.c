@@ -51,11 +51,11 @@ static void run_usage(FILE *out)
  */
 int ctl_interposer(const char *given, char out[PATH_MAX], bool quiet)
 {
-	const char *env = getenv("GPUPOOL_INTERPOSE_LIBRARY");
+	const char *env = ctl_env("GPUPOOL_INTERPOSE_LIBRARY");
 	char self[PATH_MAX], tree[PATH_MAX + 64];
 	ssize_t n;
 
-	if (!given && env && *env)
+	if (!given && env)
 		given = env;
 	if (!given) {
 		n = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -556,10 +556,10 @@ static int run(int argc, char **argv, char **pos)
 	int i, ret, npos = 0;
 	bool dashdash = false;
 
-	if (getenv("GPUPOOL_PROC_PATH"))
-		proc_path = getenv("GPUPOOL_PROC_PATH");
-	if (getenv("GPUPOOL_DEV_PATH"))
-		dev_path = getenv("GPUPOOL_DEV_PATH");
+	if (ctl_env("GPUPOOL_PROC_PATH"))
+		proc_path = ctl_env("GPUPOOL_PROC_PATH");
+	if (ctl_env("GPUPOOL_DEV_PATH"))
+		dev_path = ctl_env("GPUPOOL_DEV_PATH");
 	for (i = 1; i < argc; i++) {
 		char *a = argv[i];
 

@@ -26,6 +26,7 @@
 #include "../../tools/gpupoolctl.c"
 #undef main
 #include "../../tools/ctl_common.c"
+#include "../../core/bfc_size.c"
 #include "../../tools/ctl_cgroup.c"
 #include "../../tools/ctl_limit.c"
 #include "../../tools/ctl_cdi.c"
