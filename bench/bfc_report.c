@@ -44,7 +44,7 @@ void print_header(int nr_traces)
 	printf("BFC core benchmark%s\n", cfg.quick ? " (BENCH_QUICK: smoke run, figures not meaningful)" : "");
 	printf("  cpu: %s; clock: CLOCK_MONOTONIC; %d timed runs after a warm-up, medians (see each section)\n",
 	       cpu, cfg.runs);
-	printf("  ours: core/bfc.c built -O2, no sanitizers, %s, placement policy '%s' (the library's\n"
+	printf("  ours: core/bfc*.c built -O2, no sanitizers, %s, placement policy '%s' (the library's\n"
 	       "  and the module's default: '%s'); TF: bench/tf_bfc.cc (TensorFlow's BFC structures, -O2);\n",
 #ifdef NDEBUG
 	       "NDEBUG (BFC_ASSERT off)",
