@@ -321,6 +321,10 @@ u64 gp_pool_reserve_ns(void);
 u64 gp_pool_node_mask(void);
 u64 gp_pool_peak_in_use(void);
 struct gp_node *gp_pool_node(int nid);
+/* A sub-pool's core, for the pool and its self-test alike: exact-size
+ * chunks (page granularity, always split), adjacent regions merged.
+ */
+void gp_pool_bfc_params(struct bfc_params *p, u32 policy);
 int gp_pool_alloc(u64 size, int nid, bool strict_node,
 		  struct gp_holder *holder, const struct gp_charge *charge,
 		  struct gp_chunk **out);

@@ -491,6 +491,15 @@ static void gp_node_destroy(struct gp_node *n)
 	kfree(n);
 }
 
+void gp_pool_bfc_params(struct bfc_params *p, u32 policy)
+{
+	bfc_params_default(p, PAGE_SIZE);
+	p->split_ratio = 0;
+	p->split_threshold = PAGE_SIZE;
+	p->flags = BFC_MERGE_ADJACENT_REGIONS;
+	p->policy = policy;
+}
+
 static struct gp_node *gp_node_create(int nid, u64 size, u64 limit)
 {
 	struct bfc_params p;
@@ -518,12 +527,7 @@ static struct gp_node *gp_node_create(int nid, u64 size, u64 limit)
 		goto out_free_node;
 	gp_figures_init(&n->fig, (u64)n->cap_blocks * GP_BLOCK_SIZE);
 
-	/* Exact-size chunks: page granularity, always split. */
-	bfc_params_default(&p, PAGE_SIZE);
-	p.split_ratio = 0;
-	p.split_threshold = PAGE_SIZE;
-	p.flags = BFC_MERGE_ADJACENT_REGIONS;
-	p.policy = gp_policy;
+	gp_pool_bfc_params(&p, gp_policy);
 	if (bfc_create(&n->bfc, &p))
 		goto out_free_blocks;
 	return n;

@@ -219,11 +219,7 @@ static int gp_st_run(struct gp_st *t, u32 policy)
 	unsigned int op, i;
 	int ret;
 
-	bfc_params_default(&p, PAGE_SIZE);
-	p.split_ratio = 0;
-	p.split_threshold = PAGE_SIZE;
-	p.flags = BFC_MERGE_ADJACENT_REGIONS;
-	p.policy = policy;
+	gp_pool_bfc_params(&p, policy);	/* the sub-pools' own */
 	if (bfc_create(&t->b, &p))
 		return -ENOMEM;
 	gp_figures_init(&t->fig, GP_ST_SPACE);
