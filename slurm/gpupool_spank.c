@@ -43,6 +43,7 @@
 #include <slurm/spank.h>
 
 #include "bfc_size.h"		/* BFC_SIZE_MSG_LEN */
+#include "../userlib/bytes.h"	/* the byte formatter the library uses too */
 #include "ctl.h"		/* parse_size, CTL_SIZE_MAX */
 #include "proc_parse.h"		/* gpctl_parse_proc */
 
@@ -65,6 +66,7 @@ EXPORT const unsigned int spank_plugin_version = 1;
 static struct {
 	uint64_t def;		/* default=, 0: none */
 	uint64_t max;		/* max=, 0: none */
+	char max_text[64];	/* max= as plugstack.conf wrote it */
 	const char *ctl;	/* gpupoolctl= */
 	const char *proc;	/* proc= */
 	const char *interposer;	/* interposer= */
@@ -123,20 +125,12 @@ static uint64_t pool_capacity(int *present)
 	return lim > total ? lim : total;
 }
 
+/* A figure for a message: the library's and gpupoolctl's formatter
+ * ("1.5 GiB"); sizes the user wrote are shown as written.
+ */
 static const char *human(char *buf, size_t len, uint64_t b)
 {
-	static const char sfx[] = "KMGT";
-	int i = -1;
-
-	while (i < 3 && b && !(b & 1023)) {
-		b >>= 10;
-		i++;
-	}
-	if (i < 0)
-		snprintf(buf, len, "%" PRIu64, b);
-	else
-		snprintf(buf, len, "%" PRIu64 "%c", b, sfx[i]);
-	return buf;
+	return gp_bytes_fmt(buf, len, b, GP_BYTES_PROSE);
 }
 
 /* ------------------------------------------------------------------------
@@ -162,23 +156,24 @@ static int size_arg(const char *what, const char *s, uint64_t *out)
 	return 0;
 }
 
-/* The request against max= and this host's pool; 0 when it may run. */
-static int check_fits(uint64_t req, const char *where)
+/* The request (text, as written) against max= and this host's pool; 0
+ * when it may run.
+ */
+static int check_fits(uint64_t req, const char *text, const char *where)
 {
-	char a[32], b[32];
+	char b[32];
 	int present;
 	uint64_t cap;
 
 	if (gp.max && req > gp.max) {
 		slurm_error("gpupool: --gpupool=%s is more than a job may ask here (max=%s in plugstack.conf)",
-			    human(a, sizeof(a), req), human(b, sizeof(b), gp.max));
+			    text, gp.max_text);
 		return -1;
 	}
 	cap = pool_capacity(&present);
 	if (cap && req > cap) {
 		slurm_error("gpupool: --gpupool=%s is more than the pool %s can give (%s: PoolTotal/PoolLimit %s)",
-			    human(a, sizeof(a), req), where, gp.proc,
-			    human(b, sizeof(b), cap));
+			    text, where, gp.proc, human(b, sizeof(b), cap));
 		return -1;
 	}
 	return 0;
@@ -194,7 +189,7 @@ static int opt_cb(int val, const char *optarg, int remote)
 	(void)val;
 	if (size_arg("--gpupool", optarg, &v))
 		return -1;
-	if (!remote && check_fits(v, "of this host"))
+	if (!remote && check_fits(v, optarg, "of this host"))
 		return -1;
 	gp.req = v;
 	snprintf(gp.req_text, sizeof(gp.req_text), "%s", optarg);
@@ -253,6 +248,7 @@ static int parse_args(int ac, char **av)
 		} else if (!strncmp(av[i], "max=", 4)) {
 			if (size_arg("plugstack.conf max", av[i] + 4, &gp.max))
 				return -1;
+			snprintf(gp.max_text, sizeof(gp.max_text), "%s", av[i] + 4);
 		} else if (!strncmp(av[i], "interpose=", 10)) {
 			gp.ip_def = ip_mode("plugstack.conf interpose=", av[i] + 10);
 			if (!gp.ip_def)
@@ -434,7 +430,7 @@ EXPORT int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		return -1;
 	}
 	if (cap && share > cap) {
-		slurm_error("gpupool: --gpupool=%s is more than this node's pool can give (%s: PoolTotal/PoolLimit %s)",
+		slurm_error("gpupool: a share of %s is more than this node's pool can give (%s: PoolTotal/PoolLimit %s)",
 			    human(a, sizeof(a), share), gp.proc,
 			    human(b, sizeof(b), cap));
 		return -1;
@@ -445,7 +441,7 @@ EXPORT int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	rc = run_ctl("set", gp.cgroup, size);
 	if (rc) {
 		slurm_error("gpupool: %s limit set %s %s: %s (exit status %d)",
-			    gp.ctl, gp.cgroup, human(b, sizeof(b), share),
+			    gp.ctl, gp.cgroup, size,
 			    rc < 0 ? "failed" : ctl_status(rc), rc);
 		return -1;
 	}

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bytes.h - the one byte formatter, of the library and of gpupoolctl (which
- * includes this file): binary units, one decimal past the unit.  Two
- * spellings, both kept: the library's messages say "1.5 GiB" (prose, up
- * to TiB), gpupoolctl's tables say "1.5Gi" (a column, up to Pi, as ls -h
- * and free -h do), and scripts and the tests read gpupoolctl's output, so
- * that neither can take the other's.
+ * bytes.h - the one byte formatter, of the library, of gpupoolctl and of
+ * the Slurm plugin (which include this file): binary units, one decimal
+ * past the unit.  Two spellings, both kept: the library's and the
+ * plugin's messages say "1.5 GiB" (prose, up to TiB), gpupoolctl's tables
+ * say "1.5Gi" (a column, up to Pi, as ls -h and free -h do), and scripts
+ * and the tests read gpupoolctl's output, so that neither can take the
+ * other's.  (The module has no floating point: the size reader's own
+ * messages, core/bfc_size.c, write their exact maximum themselves.)
  */
 #ifndef GPUPOOL_USERLIB_BYTES_H
 #define GPUPOOL_USERLIB_BYTES_H
