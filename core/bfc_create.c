@@ -74,6 +74,7 @@ static inline uint32_t hash_bits_for(uint32_t cap)
 {
 	uint32_t bits = 32u - (uint32_t)__builtin_clz(cap);
 
+	/* coccicheck: no min(): the core is freestanding (bfc_env.h) */
 	return bits < HASH_MAX_BITS ? bits : HASH_MAX_BITS;
 }
 

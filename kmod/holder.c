@@ -60,6 +60,12 @@ void gp_holder_get(struct gp_holder *h)
 	kref_get(&h->kref);
 }
 
+/*
+ * kref_put_mutex()'s release: called with gp_holders_lock held (taken by
+ * refcount_dec_and_mutex_lock() as the count reached 0), it drops it.
+ * sparse tracks no mutex, so __release() tells it the lock the
+ * __releases() above promises is dropped here.
+ */
 static void gp_holder_release(struct kref *kref)
 	__releases(&gp_holders_lock)
 {
@@ -67,6 +73,7 @@ static void gp_holder_release(struct kref *kref)
 
 	list_del(&h->link);
 	mutex_unlock(&gp_holders_lock);
+	__release(&gp_holders_lock);
 	WARN_ON_ONCE(h->bytes || h->chunks);
 	put_pid(h->tgid);
 	kfree(h);

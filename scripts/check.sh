@@ -7,7 +7,8 @@
 #      benchmark's quick run (it must build and finish; no speed asserted),
 #      the Python tests, the YAML in the tree (scripts/yaml-check.py), the
 #      CDI spec gpupoolctl writes (scripts/cdi-check.py)
-#   2. checkpatch on the kernel code; no loop among the calls between
+#   2. checkpatch, sparse and coccicheck on the kernel code
+#      (scripts/kernel-checks.sh); no loop among the calls between
 #      libgpupool's rooms (scripts/rooms-check.sh)
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
@@ -199,6 +200,9 @@ host_block() {
 
 	step "libgpupool's rooms: no loop among their calls (nm over the objects)"
 	"$top/scripts/rooms-check.sh" || st=1
+
+	step "the kernel's checkers on the module: sparse (C=2) and coccicheck, on the 6.12 headers"
+	"$top/scripts/kernel-checks.sh" || st=1
 	return $st
 }
 

@@ -49,6 +49,9 @@ demo_pkgs="gcc make libc6-dev perl kmod cpio
 # (tests/slurm).
 # python3-jsonschema: validates the CDI spec against the CDI schema; podman,
 # crun: the container the VM runs with the CDI device (tests/containers).
+# sparse, coccinelle and ocaml-nox (the OCaml compiler two of the kernel's
+# semantic patches are scripted in): the kernel's static checkers on the
+# module (scripts/kernel-checks.sh).
 # ccache: `make check` compiles through it, with a cache every clone on the
 # machine shares (scripts/check.sh).
 # arm64 (docs/development.md, "Cross builds"): gcc-aarch64-linux-gnu and
@@ -68,7 +71,8 @@ check_pkgs="build-essential ccache clang libclang-rt-14-dev bc flex bison xz-uti
       python3-torch fio e2fsprogs
       debhelper dh-dkms lintian prometheus python3-yaml python3-jsonschema
       podman crun
-      libslurm-dev slurmd slurmctld slurm-client munge"
+      libslurm-dev slurmd slurmctld slurm-client munge
+      sparse coccinelle ocaml-nox"
 
 pkgs=$demo_pkgs
 [ "$part" = demo ] || pkgs="$demo_pkgs $check_pkgs"

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Extract from Debian's linux-source-6.1 what the build needs but must not
-# commit: the kselftest harness headers and checkpatch.pl with its data.
+# commit: the kselftest harness headers, checkpatch.pl with its data, and
+# coccicheck with its semantic patches (scripts/kernel-checks.sh: Debian's
+# headers packages have none).
 # Usage: scripts/ksft-headers.sh OUTDIR   (idempotent; a stamp marks success)
 set -eu
 out=${1:?usage: $0 OUTDIR}
@@ -11,11 +13,13 @@ if [ -z "$tarball" ]; then
 	exit 1
 fi
 stamp="$out/.stamp"
-[ -f "$stamp" ] && [ "$stamp" -nt "$tarball" ] && exit 0
+[ -f "$stamp" ] && [ "$stamp" -nt "$tarball" ] &&
+	[ -f "$out/scripts/coccicheck" ] && exit 0
 # Unpacking them reads the whole tarball (about 10 s): the result is kept
-# for every clone on the machine, under the tarball's name, size and time.
-cache=${GPUPOOL_CACHE:-/var/cache/gpupool}/ksft/$(stat -L -c '%n %s %Y' "$tarball" |
-	cksum | cut -d' ' -f1)
+# for every clone on the machine, under the tarball's name, size and time
+# and what is taken from it (the list's version, below).
+cache=${GPUPOOL_CACHE:-/var/cache/gpupool}/ksft/$( { stat -L -c '%n %s %Y' "$tarball";
+	echo "with coccinelle"; } | cksum | cut -d' ' -f1)
 if [ -f "$cache/.stamp" ]; then
 	rm -rf "$out"
 	mkdir -p "$out"
@@ -31,7 +35,9 @@ tar -xf "$tarball" -C "$tmp" --strip-components=1 \
 	linux-source-6.1/tools/testing/selftests/kselftest_harness.h \
 	linux-source-6.1/scripts/checkpatch.pl \
 	linux-source-6.1/scripts/spelling.txt \
-	linux-source-6.1/scripts/const_structs.checkpatch
+	linux-source-6.1/scripts/const_structs.checkpatch \
+	linux-source-6.1/scripts/coccicheck \
+	linux-source-6.1/scripts/coccinelle
 rm -rf "$out"
 mkdir -p "$out"
 mv "$tmp/tools/testing/selftests/kselftest.h" \
