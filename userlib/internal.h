@@ -29,7 +29,7 @@
  *             ops; backend.c has what both share, cgroupfs.c what the
  *             kernel backend reads of cgroups.  Neither calls the other.
  * Here: the context, the host tunables, and the small things all of them
- * use (map.c, list.h, bytes.h, log.c).  cuda.c binds the CUDA
+ * use (map.c, list.h, bytes.h, log.c, env.c).  cuda.c binds the CUDA
  * runtime: ctx->cuda is its own, the others call its functions (cuda.h),
  * never the table.  ctx.c opens a context in steps (the options, CUDA,
  * the device pools, the backend, the host pools), and undoes those done
