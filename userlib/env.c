@@ -17,6 +17,7 @@
 /* A value in a message: at most this many bytes of it, then "...". */
 #define GP_ENV_SHOWN	48
 
+/* The value, or NULL for a variable unset or set empty: both are unset. */
 const char *gp_env(const char *name)
 {
 	const char *v = getenv(name);
@@ -112,6 +113,7 @@ static const char *gp_env_number(const char *s, unsigned int decimals,
 	return NULL;
 }
 
+/* A size, read by the module's and gpupoolctl's reader (bfc_size.h). */
 int gp_env_size(struct gp_ctx *ctx, const char *name, uint64_t *out)
 {
 	const char *v = gp_env(name);
@@ -127,6 +129,9 @@ int gp_env_size(struct gp_ctx *ctx, const char *name, uint64_t *out)
 #define GP_ENV_FRACTION	"a fraction of the device's memory, above 0 and at most 1 " \
 			"with a point and up to 6 decimals, as 0.8"
 
+/* A point makes it a fraction, its absence a size: never one read as the
+ * other.
+ */
 int gp_env_size_or_fraction(struct gp_ctx *ctx, const char *name,
 			    uint64_t *bytes, double *fraction)
 {
@@ -153,6 +158,7 @@ int gp_env_size_or_fraction(struct gp_ctx *ctx, const char *name,
 	return 1;
 }
 
+/* A whole number in [min, max], its range said when it is outside. */
 int gp_env_count(struct gp_ctx *ctx, const char *name, uint64_t min,
 		 uint64_t max, uint64_t *out)
 {
@@ -174,6 +180,9 @@ int gp_env_count(struct gp_ctx *ctx, const char *name, uint64_t min,
 	return 1;
 }
 
+/* A percentage up to max, exact to 4 decimals (no floating point), or
+ * none.
+ */
 int gp_env_percent(struct gp_ctx *ctx, const char *name, uint64_t max,
 		   uint64_t *ppm)
 {
@@ -200,6 +209,7 @@ int gp_env_percent(struct gp_ctx *ctx, const char *name, uint64_t max,
 	return 1;
 }
 
+/* One of names, exactly; the message lists them all. */
 int gp_env_name(struct gp_ctx *ctx, const char *name,
 		const char *const *names, unsigned int *index)
 {
@@ -223,6 +233,7 @@ int gp_env_name(struct gp_ctx *ctx, const char *name,
 	return gp_env_bad(ctx, name, v, NULL, takes);
 }
 
+/* Yes or no in the words env.h lists, never "anything else is yes". */
 int gp_env_bool(struct gp_ctx *ctx, const char *name, bool *out)
 {
 	static const char *const words[] = { "0", "no", "false", "off",

@@ -38,6 +38,7 @@
  */
 #define GP_POPULATE_MIN	(1ull << 20)
 
+/* GPUPOOL_POPULATE_THREADS, capped at the threads a segment may use. */
 int gp_populate_threads_setting(struct gp_ctx *ctx, unsigned int *n)
 {
 	uint64_t v;
@@ -50,6 +51,7 @@ int gp_populate_threads_setting(struct gp_ctx *ctx, unsigned int *n)
 	return ret;
 }
 
+/* The user backend's setting, read whichever backend opens. */
 int gp_backend_check_env(struct gp_ctx *ctx)
 {
 	unsigned int n;
