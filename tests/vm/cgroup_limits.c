@@ -1001,18 +1001,23 @@ TEST(load_params)
 	dmem = cg_has_dmem();
 	EXPECT_EQ(-EINVAL, gp_load_1("pool_size=16M cgroup_limits=bogus"));
 	EXPECT_EQ(0, gp_loaded());
-	EXPECT_EQ(-EINVAL, gp_load_1("pool_size=16M cgroup_limits="));
-	EXPECT_EQ(0, gp_loaded());
 
-	/* auto: dmem where the kernel has it, else the module's table. */
-	ASSERT_EQ(0, gp_load_1("pool_size=16M"));
-	ASSERT_LT(0, gp_read_file(GP_PROC, text, sizeof(text)));
-	EXPECT_STREQ(dmem ? "dmem" : "module",
-		     gp_proc_value(text, "CgroupLimits", val, sizeof(val)));
-	EXPECT_EQ(0, gp_proc_num("CgroupDenials"));
-	EXPECT_EQ(GPUPOOL_FEATURE_CGROUP | (dmem ? GPUPOOL_FEATURE_DMEM : 0),
-		  features());
-	EXPECT_EQ(0, gp_unload_wait(5000));
+	/*
+	 * auto: dmem where the kernel has it, else the module's table.  An
+	 * empty value is the default, as for every parameter.
+	 */
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, gp_load_1(i ? "pool_size=16M cgroup_limits="
+					 : "pool_size=16M"));
+		ASSERT_LT(0, gp_read_file(GP_PROC, text, sizeof(text)));
+		EXPECT_STREQ(dmem ? "dmem" : "module",
+			     gp_proc_value(text, "CgroupLimits", val,
+					   sizeof(val)));
+		EXPECT_EQ(0, gp_proc_num("CgroupDenials"));
+		EXPECT_EQ(GPUPOOL_FEATURE_CGROUP |
+			  (dmem ? GPUPOOL_FEATURE_DMEM : 0), features());
+		EXPECT_EQ(0, gp_unload_wait(5000));
+	}
 
 	ASSERT_EQ(0, gp_load_1("pool_size=16M cgroup_limits=module"));
 	EXPECT_EQ(GPUPOOL_FEATURE_CGROUP, features());
