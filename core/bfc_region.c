@@ -126,93 +126,163 @@ static void link_between(struct bfc_chunk *C, uint32_t a, uint32_t h,
 	C[z].prev = h;
 }
 
-int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
-		   uint32_t *region_id)
+/* Where [base, base + size) goes: *pos, its place in the address order,
+ * and the regions it touches, *below and *above (UINT32_MAX: none, or
+ * BFC_MERGE_ADJACENT_REGIONS is off and it stays apart from them).
+ * -BFC_EINVAL, and nothing changed, when the range is empty, not granule
+ * aligned, wraps, or overlaps a region.
+ */
+static int region_place(const struct bfc *b, uint64_t base, uint64_t size,
+			uint32_t *pos, uint32_t *below, uint32_t *above)
 {
-	struct bfc_chunk *C;
-	struct bfc_region *r;
-	uint32_t pos, h, ri, below = UINT32_MAX, above = UINT32_MAX;
+	const struct bfc_region *r;
 	uint64_t end;
+	uint32_t p;
 
 	if (!size || (base & b->gmask) || (size & b->gmask) ||
 	    size > UINT64_MAX - base)
 		return -BFC_EINVAL;
 	end = base + size;
-	pos = bfc__order_upper(b, base);
-	if (pos > 0) {
-		r = &b->regions[b->order[pos - 1]];
+	p = bfc__order_upper(b, base);
+	*below = UINT32_MAX;
+	*above = UINT32_MAX;
+	if (p > 0) {
+		r = &b->regions[b->order[p - 1]];
 		if (bfc__region_end(r) > base)
 			return -BFC_EINVAL;
 		if (bfc__region_end(r) == base)
-			below = b->order[pos - 1];
+			*below = b->order[p - 1];
 	}
-	if (pos < b->nr_regions) {
-		r = &b->regions[b->order[pos]];
+	if (p < b->nr_regions) {
+		r = &b->regions[b->order[p]];
 		if (r->base < end)
 			return -BFC_EINVAL;
 		if (r->base == end)
-			above = b->order[pos];
+			*above = b->order[p];
 	}
 	if (!(b->p.flags & BFC_MERGE_ADJACENT_REGIONS)) {
-		below = UINT32_MAX;
-		above = UINT32_MAX;
+		*below = UINT32_MAX;
+		*above = UINT32_MAX;
 	}
-	if (bfc__slot_reserve(b, 3) || regions_reserve(b))
-		return -BFC_ENOMEM;
+	*pos = p;
+	return 0;
+}
 
-	C = b->chunks;
-	h = bfc__slot_get(b, C);
+/* The new space as one chunk, not yet in any list, counted as reserved.
+ * Its slot was reserved beforehand: this cannot fail.
+ */
+static uint32_t region_space(struct bfc *b, struct bfc_chunk *C,
+			     uint64_t base, uint64_t size)
+{
+	uint32_t h = bfc__slot_get(b, C);
+
 	C[h].addr = base;
 	C[h].size = size;
 	C[h].flags = BFC_CF_LIVE;
 	b->st.reserved += size;
 	if (b->st.reserved > b->st.peak_reserved)
 		b->st.peak_reserved = b->st.reserved;
+	return h;
+}
 
-	if (below != UINT32_MAX && above != UINT32_MAX) {
-		/* Join the two: the edges between them go. */
-		struct bfc_region *a = &b->regions[above];
+/* Chunk h fills the gap between regions below and above: one region
+ * (below's slot) from then on; the two edges in the gap go, and the
+ * region above with them (at order[pos]).
+ */
+static uint32_t region_join(struct bfc *b, struct bfc_chunk *C,
+			    uint32_t below, uint32_t above, uint32_t h,
+			    uint32_t pos)
+{
+	struct bfc_region *r = &b->regions[below];
+	struct bfc_region *a = &b->regions[above];
 
-		ri = below;
-		r = &b->regions[ri];
-		link_between(C, C[r->hi].prev, h, C[a->lo].next);
-		bfc__slot_put(b, C, r->hi);
-		bfc__slot_put(b, C, a->lo);
-		r->hi = a->hi;
-		r->size += size + a->size;
-		a->id = 0;
-		order_remove(b, pos);
-	} else if (below != UINT32_MAX) {
-		/* Append to the region below: its high edge moves up. */
-		ri = below;
-		r = &b->regions[ri];
-		link_between(C, C[r->hi].prev, h, r->hi);
-		C[r->hi].addr = end;
-		r->size += size;
-	} else if (above != UINT32_MAX) {
-		/* Prepend to the region above: its low edge moves down. */
-		ri = above;
-		r = &b->regions[ri];
-		link_between(C, r->lo, h, C[r->lo].next);
-		C[r->lo].addr = base;
-		r->base = base;
-		r->size += size;
-	} else {
-		for (ri = 0; b->regions[ri].id; ri++)
-			;
-		r = &b->regions[ri];
-		r->base = base;
-		r->size = size;
-		r->id = next_id(b);
-		r->lo = bfc__slot_get(b, C);
-		r->hi = bfc__slot_get(b, C);
-		edge_init(C, r->lo, base);
-		edge_init(C, r->hi, end);
-		C[r->lo].prev = 0;
-		C[r->hi].next = 0;
-		link_between(C, r->lo, h, r->hi);
-		order_insert(b, pos, ri);
-	}
+	link_between(C, C[r->hi].prev, h, C[a->lo].next);
+	bfc__slot_put(b, C, r->hi);
+	bfc__slot_put(b, C, a->lo);
+	r->hi = a->hi;
+	r->size += C[h].size + a->size;
+	a->id = 0;
+	order_remove(b, pos);
+	return below;
+}
+
+/* Chunk h appended to region ri, just below it: its high edge moves up. */
+static uint32_t region_grow_up(struct bfc *b, struct bfc_chunk *C,
+			       uint32_t ri, uint32_t h)
+{
+	struct bfc_region *r = &b->regions[ri];
+
+	link_between(C, C[r->hi].prev, h, r->hi);
+	C[r->hi].addr = C[h].addr + C[h].size;
+	r->size += C[h].size;
+	return ri;
+}
+
+/* Chunk h prepended to region ri, just above it: its low edge moves down. */
+static uint32_t region_grow_down(struct bfc *b, struct bfc_chunk *C,
+				 uint32_t ri, uint32_t h)
+{
+	struct bfc_region *r = &b->regions[ri];
+
+	link_between(C, r->lo, h, C[r->lo].next);
+	C[r->lo].addr = C[h].addr;
+	r->base = C[h].addr;
+	r->size += C[h].size;
+	return ri;
+}
+
+/* Chunk h as a region of its own, in the first free region slot, between
+ * two new edges (their slots reserved beforehand), at order[pos].
+ */
+static uint32_t region_new(struct bfc *b, struct bfc_chunk *C, uint32_t h,
+			   uint32_t pos)
+{
+	struct bfc_region *r;
+	uint32_t ri;
+
+	for (ri = 0; b->regions[ri].id; ri++)
+		;
+	r = &b->regions[ri];
+	r->base = C[h].addr;
+	r->size = C[h].size;
+	r->id = next_id(b);
+	r->lo = bfc__slot_get(b, C);
+	r->hi = bfc__slot_get(b, C);
+	edge_init(C, r->lo, r->base);
+	edge_init(C, r->hi, r->base + r->size);
+	C[r->lo].prev = 0;
+	C[r->hi].next = 0;
+	link_between(C, r->lo, h, r->hi);
+	order_insert(b, pos, ri);
+	return ri;
+}
+
+/* Check the range, reserve every slot it may take (three chunks, one
+ * region) so that nothing fails after the first change, then join the
+ * space to the regions it touches, or make it a region, and free it.
+ */
+int bfc_add_region(struct bfc *b, uint64_t base, uint64_t size,
+		   uint32_t *region_id)
+{
+	struct bfc_chunk *C;
+	uint32_t pos, h, ri, below, above;
+	int err;
+
+	err = region_place(b, base, size, &pos, &below, &above);
+	if (err)
+		return err;
+	if (bfc__slot_reserve(b, 3) || regions_reserve(b))
+		return -BFC_ENOMEM;
+	C = b->chunks;		/* may have moved */
+	h = region_space(b, C, base, size);
+	if (below != UINT32_MAX && above != UINT32_MAX)
+		ri = region_join(b, C, below, above, h, pos);
+	else if (below != UINT32_MAX)
+		ri = region_grow_up(b, C, below, h);
+	else if (above != UINT32_MAX)
+		ri = region_grow_down(b, C, above, h);
+	else
+		ri = region_new(b, C, h, pos);
 	C[h].cls = (uint16_t)bfc__class_of(b, size);
 	bfc__release(b, h);
 	b->st.regions = b->nr_regions;
