@@ -70,11 +70,58 @@ static bool edge_ok(const struct bfc *b, uint32_t e, uint64_t addr)
 	       c->addr == addr && !c->size;
 }
 
+/* Region order[i]: a region slot in use, well formed, its id unique,
+ * between its two edges, above order[i - 1] and, when adjacent regions
+ * merge, apart from it.  Returns its size, for the stats' sum (0 when
+ * order[i] names no region).
+ */
+static uint64_t check_region(struct ck *ck, uint32_t i)
+{
+	const struct bfc *b = ck->b;
+	uint32_t ri = b->order[i], j;
+	const struct bfc_region *r, *q;
+
+	if (ri >= b->region_cap || !b->regions[ri].id) {
+		FAIL(ck, "region order[%u] = slot %u: not a region", i, ri);
+		return 0;
+	}
+	r = &b->regions[ri];
+	for (j = 0; j < i; j++)
+		if (b->regions[b->order[j]].id == r->id)
+			FAIL(ck, "regions at 0x%llx and 0x%llx share id %u",
+			     BFC_ULL(b->regions[b->order[j]].base),
+			     BFC_ULL(r->base), r->id);
+	if (!r->size || (r->base & b->gmask) || (r->size & b->gmask) ||
+	    r->size > UINT64_MAX - r->base)
+		FAIL(ck, "region %u [0x%llx, +0x%llx): bad base/size", r->id,
+		     BFC_ULL(r->base), BFC_ULL(r->size));
+	if (!edge_ok(b, r->lo, r->base) || b->chunks[r->lo].prev)
+		FAIL(ck, "region %u: low edge %u is not an edge at 0x%llx",
+		     r->id, r->lo, BFC_ULL(r->base));
+	if (!edge_ok(b, r->hi, r->base + r->size) || b->chunks[r->hi].next)
+		FAIL(ck, "region %u: high edge %u is not an edge at 0x%llx",
+		     r->id, r->hi, BFC_ULL(r->base + r->size));
+	if (i == 0)
+		return r->size;
+	q = &b->regions[b->order[i - 1]];
+	if (q->base + q->size > r->base)
+		FAIL(ck, "region %u at 0x%llx overlaps or precedes region %u at 0x%llx",
+		     r->id, BFC_ULL(r->base), q->id, BFC_ULL(q->base));
+	else if (q->base + q->size == r->base &&
+		 (b->p.flags & BFC_MERGE_ADJACENT_REGIONS))
+		FAIL(ck, "regions %u and %u are adjacent but not merged",
+		     q->id, r->id);
+	return r->size;
+}
+
+/* The region slots and the address order agree, each region is sound
+ * (check_region()), and the stats add up to them.
+ */
 static void check_regions(struct ck *ck)
 {
 	const struct bfc *b = ck->b;
-	uint64_t reserved = 0, g = b->gmask;
-	uint32_t i, j, ids = 0;
+	uint64_t reserved = 0;
+	uint32_t i, ids = 0;
 
 	if (b->nr_regions > b->region_cap) {
 		FAIL(ck, "regions: %u of capacity %u", b->nr_regions, b->region_cap);
@@ -84,43 +131,8 @@ static void check_regions(struct ck *ck)
 		ids += !!b->regions[i].id;
 	if (ids != b->nr_regions)
 		FAIL(ck, "regions: %u slots in use, %u in order", ids, b->nr_regions);
-	for (i = 0; i < b->nr_regions; i++) {
-		uint32_t ri = b->order[i];
-		const struct bfc_region *r;
-
-		if (ri >= b->region_cap || !b->regions[ri].id) {
-			FAIL(ck, "region order[%u] = slot %u: not a region", i, ri);
-			continue;
-		}
-		r = &b->regions[ri];
-		reserved += r->size;
-		for (j = 0; j < i; j++)
-			if (b->regions[b->order[j]].id == r->id)
-				FAIL(ck, "regions at 0x%llx and 0x%llx share id %u",
-				     BFC_ULL(b->regions[b->order[j]].base),
-				     BFC_ULL(r->base), r->id);
-		if (!r->size || (r->base & g) || (r->size & g) ||
-		    r->size > UINT64_MAX - r->base)
-			FAIL(ck, "region %u [0x%llx, +0x%llx): bad base/size", r->id,
-			     BFC_ULL(r->base), BFC_ULL(r->size));
-		if (!edge_ok(b, r->lo, r->base) || b->chunks[r->lo].prev)
-			FAIL(ck, "region %u: low edge %u is not an edge at 0x%llx",
-			     r->id, r->lo, BFC_ULL(r->base));
-		if (!edge_ok(b, r->hi, r->base + r->size) || b->chunks[r->hi].next)
-			FAIL(ck, "region %u: high edge %u is not an edge at 0x%llx",
-			     r->id, r->hi, BFC_ULL(r->base + r->size));
-		if (i > 0) {
-			const struct bfc_region *q = &b->regions[b->order[i - 1]];
-
-			if (q->base + q->size > r->base)
-				FAIL(ck, "region %u at 0x%llx overlaps or precedes region %u at 0x%llx",
-				     r->id, BFC_ULL(r->base), q->id, BFC_ULL(q->base));
-			else if (q->base + q->size == r->base &&
-				 (b->p.flags & BFC_MERGE_ADJACENT_REGIONS))
-				FAIL(ck, "regions %u and %u are adjacent but not merged",
-				     q->id, r->id);
-		}
-	}
+	for (i = 0; i < b->nr_regions; i++)
+		reserved += check_region(ck, i);
 	if (reserved != b->st.reserved)
 		FAIL(ck, "stats: reserved %llu, regions sum to %llu",
 		     BFC_ULL(b->st.reserved), BFC_ULL(reserved));
@@ -186,6 +198,66 @@ static void check_chunk(struct ck *ck, uint32_t h, struct sums *s)
 	}
 }
 
+/* The chunks of region r, from its low edge to its high: each linked back
+ * to the one before, starting where that one ends (no gap, no overlap),
+ * no two free ones side by side, and each sound in itself
+ * (check_chunk()); the last one ends the region and is its high edge's.
+ * Stops at the first broken link, so a corrupt list reports, not loops.
+ */
+static void check_region_chunks(struct ck *ck, const struct bfc_region *r,
+				struct sums *s)
+{
+	const struct bfc *b = ck->b;
+	uint32_t h, prev = r->lo, steps = 0;
+	uint64_t at = r->base;
+
+	for (h = b->chunks[r->lo].next; h != r->hi;
+	     prev = h, h = b->chunks[h].next) {
+		const struct bfc_chunk *c;
+
+		if (!chunk_ok(b, h)) {
+			FAIL(ck, "region %u: chunk link to bad handle %u after %u",
+			     r->id, h, prev);
+			return;
+		}
+		if (++steps > b->nr_slots) {
+			FAIL(ck, "region %u: chunk list cycle", r->id);
+			return;
+		}
+		c = &b->chunks[h];
+		s->chunks++;
+		if (c->prev != prev)
+			FAIL(ck, "chunk %u at 0x%llx: prev is %u, should be %u",
+			     h, BFC_ULL(c->addr), c->prev, prev);
+		if (c->addr != at)
+			FAIL(ck, "region %u: chunk %u at 0x%llx, expected 0x%llx (%s)",
+			     r->id, h, BFC_ULL(c->addr), BFC_ULL(at),
+			     c->addr > at ? "gap" : "overlap");
+		if (!(c->flags & BFC_CF_HELD) &&
+		    !(b->chunks[prev].flags & BFC_CF_HELD))
+			FAIL(ck, "free chunks %u and %u at 0x%llx are adjacent (not coalesced)",
+			     prev, h, BFC_ULL(c->addr));
+		check_chunk(ck, h, s);
+		at = c->addr + c->size;
+		if (c->size > r->base + r->size - c->addr) {
+			FAIL(ck, "region %u: chunk %u at 0x%llx runs past its end",
+			     r->id, h, BFC_ULL(c->addr));
+			return;
+		}
+	}
+	if (prev == r->lo)
+		FAIL(ck, "region %u: no chunk between its edges", r->id);
+	if (at != r->base + r->size)
+		FAIL(ck, "region %u: chunks end at 0x%llx, region at 0x%llx",
+		     r->id, BFC_ULL(at), BFC_ULL(r->base + r->size));
+	if (b->chunks[r->hi].prev != prev)
+		FAIL(ck, "region %u: last chunk is %u, high edge says %u",
+		     r->id, prev, b->chunks[r->hi].prev);
+}
+
+/* Every region is tiled by its chunks (check_region_chunks()), and the
+ * chunks and edges found so are every live slot: none is lost.
+ */
 static void check_tiling(struct ck *ck, struct sums *s)
 {
 	const struct bfc *b = ck->b;
@@ -194,9 +266,8 @@ static void check_tiling(struct ck *ck, struct sums *s)
 	if (b->nr_regions > b->region_cap)
 		return;		/* check_regions() said so; order[] is short */
 	for (i = 0; i < b->nr_regions; i++) {
-		uint32_t ri = b->order[i], h, prev, steps = 0;
+		uint32_t ri = b->order[i];
 		const struct bfc_region *r;
-		uint64_t at;
 
 		if (ri >= b->region_cap || !b->regions[ri].id)
 			continue;
@@ -204,52 +275,7 @@ static void check_tiling(struct ck *ck, struct sums *s)
 		if (!slot_ok(b, r->lo) || !slot_ok(b, r->hi))
 			continue;	/* check_regions() said so */
 		s->edges += 2;
-		at = r->base;
-		prev = r->lo;
-		for (h = b->chunks[r->lo].next; h != r->hi;
-		     prev = h, h = b->chunks[h].next) {
-			const struct bfc_chunk *c;
-
-			if (!chunk_ok(b, h)) {
-				FAIL(ck, "region %u: chunk link to bad handle %u after %u",
-				     r->id, h, prev);
-				break;
-			}
-			if (++steps > b->nr_slots) {
-				FAIL(ck, "region %u: chunk list cycle", r->id);
-				break;
-			}
-			c = &b->chunks[h];
-			s->chunks++;
-			if (c->prev != prev)
-				FAIL(ck, "chunk %u at 0x%llx: prev is %u, should be %u",
-				     h, BFC_ULL(c->addr), c->prev, prev);
-			if (c->addr != at)
-				FAIL(ck, "region %u: chunk %u at 0x%llx, expected 0x%llx (%s)",
-				     r->id, h, BFC_ULL(c->addr), BFC_ULL(at),
-				     c->addr > at ? "gap" : "overlap");
-			if (!(c->flags & BFC_CF_HELD) &&
-			    !(b->chunks[prev].flags & BFC_CF_HELD))
-				FAIL(ck, "free chunks %u and %u at 0x%llx are adjacent (not coalesced)",
-				     prev, h, BFC_ULL(c->addr));
-			check_chunk(ck, h, s);
-			at = c->addr + c->size;
-			if (c->size > r->base + r->size - c->addr) {
-				FAIL(ck, "region %u: chunk %u at 0x%llx runs past its end",
-				     r->id, h, BFC_ULL(c->addr));
-				break;
-			}
-		}
-		if (h != r->hi)
-			continue;
-		if (prev == r->lo)
-			FAIL(ck, "region %u: no chunk between its edges", r->id);
-		if (at != r->base + r->size)
-			FAIL(ck, "region %u: chunks end at 0x%llx, region at 0x%llx",
-			     r->id, BFC_ULL(at), BFC_ULL(r->base + r->size));
-		if (b->chunks[r->hi].prev != prev)
-			FAIL(ck, "region %u: last chunk is %u, high edge says %u",
-			     r->id, prev, b->chunks[r->hi].prev);
+		check_region_chunks(ck, r, s);
 	}
 	if (s->chunks + s->edges != ck->live)
 		FAIL(ck, "chunks: %llu in regions and %llu edges, %u live slots (leak)",
