@@ -146,26 +146,12 @@ int bfc__slot_reserve(struct bfc *b, uint32_t n)
 
 /* Create / destroy --------------------------------------------------------- */
 
-int bfc_create(struct bfc **out, const struct bfc_params *p)
+/* The split rule and the placement policy, turned into the numbers
+ * want_split() and split() read, so that the allocation path tests
+ * numbers, never the policy.
+ */
+static void policy_init(struct bfc *b, const struct bfc_params *p)
 {
-	struct bfc *b;
-
-	if (!out)
-		return -BFC_EINVAL;
-	*out = NULL;
-	if (!p || !p->granularity || (p->granularity & (p->granularity - 1)) ||
-	    (p->flags & ~BFC_PARAMS_VALID_FLAGS) || p->policy >= BFC_NR_POLICIES)
-		return -BFC_EINVAL;
-	b = bfc_env_alloc(sizeof(*b));
-	if (!b)
-		return -BFC_ENOMEM;
-	b->p = *p;
-	b->gmask = p->granularity - 1;
-	b->size_max = UINT64_MAX - b->gmask;
-	b->gshift = (uint32_t)__builtin_ctzll(p->granularity);
-	b->cls_floor = b->gshift <= 58 ? (uint64_t)BFC_SL_COUNT << b->gshift : 0;
-	b->next_region_id = 1;
-	b->hash_mul = FIB64 >> b->gshift;
 	/* The split rule as want_split() reads it.  A rest is never empty:
 	 * the threshold is at least 1.
 	 */
@@ -204,6 +190,29 @@ int bfc_create(struct bfc **out, const struct bfc_params *p)
 		 p->policy == BFC_POLICY_HALF ? BFC_CUT_REL :
 		 p->policy == BFC_POLICY_AGE ? BFC_CUT_OLDER : BFC_CUT_LOW;
 	b->cut_small = p->small_size;
+}
+
+int bfc_create(struct bfc **out, const struct bfc_params *p)
+{
+	struct bfc *b;
+
+	if (!out)
+		return -BFC_EINVAL;
+	*out = NULL;
+	if (!p || !p->granularity || (p->granularity & (p->granularity - 1)) ||
+	    (p->flags & ~BFC_PARAMS_VALID_FLAGS) || p->policy >= BFC_NR_POLICIES)
+		return -BFC_EINVAL;
+	b = bfc_env_alloc(sizeof(*b));
+	if (!b)
+		return -BFC_ENOMEM;
+	b->p = *p;
+	b->gmask = p->granularity - 1;
+	b->size_max = UINT64_MAX - b->gmask;
+	b->gshift = (uint32_t)__builtin_ctzll(p->granularity);
+	b->cls_floor = b->gshift <= 58 ? (uint64_t)BFC_SL_COUNT << b->gshift : 0;
+	b->next_region_id = 1;
+	b->hash_mul = FIB64 >> b->gshift;
+	policy_init(b, p);
 	/* Slot 0, the nil sentinel, is never on the free list. */
 	b->nr_slots = 1;
 	if (chunks_resize(b, CHUNKS_MIN)) {
