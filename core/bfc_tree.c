@@ -58,27 +58,11 @@ static void tree_rotate_right(struct bfc_chunk *C, uint32_t *root, uint32_t x)
 	PARENT(x) = y;
 }
 
-static void tree_insert(struct bfc_chunk *C, uint32_t *root, uint32_t z)
+/* CLRS's RB-INSERT-FIXUP: z, new and red, may have a red parent; recolour
+ * up the tree while its uncle is red, then rotate once or twice.
+ */
+static void tree_insert_fixup(struct bfc_chunk *C, uint32_t *root, uint32_t z)
 {
-	uint32_t x = *root, p = 0;
-	bool left = false;
-
-	while (x) {
-		p = x;
-		left = bfc__key_less(&C[z], &C[x]);
-		x = left ? LEFT(x) : RIGHT(x);
-	}
-	PARENT(z) = p;
-	LEFT(z) = 0;
-	RIGHT(z) = 0;
-	SET_RED(z);
-	if (!p)
-		*root = z;
-	else if (left)
-		LEFT(p) = z;
-	else
-		RIGHT(p) = z;
-
 	while (IS_RED(PARENT(z))) {
 		uint32_t zp = PARENT(z), zpp = PARENT(zp), y;
 
@@ -119,6 +103,32 @@ static void tree_insert(struct bfc_chunk *C, uint32_t *root, uint32_t z)
 		}
 	}
 	SET_BLACK(*root);
+}
+
+/* CLRS's RB-INSERT: z goes where a search for its key ends, red; the
+ * fix-up restores the colours.
+ */
+static void tree_insert(struct bfc_chunk *C, uint32_t *root, uint32_t z)
+{
+	uint32_t x = *root, p = 0;
+	bool left = false;
+
+	while (x) {
+		p = x;
+		left = bfc__key_less(&C[z], &C[x]);
+		x = left ? LEFT(x) : RIGHT(x);
+	}
+	PARENT(z) = p;
+	LEFT(z) = 0;
+	RIGHT(z) = 0;
+	SET_RED(z);
+	if (!p)
+		*root = z;
+	else if (left)
+		LEFT(p) = z;
+	else
+		RIGHT(p) = z;
+	tree_insert_fixup(C, root, z);
 }
 
 /* Replace the subtree at u by the one at v (v may be nil: its parent link
