@@ -408,6 +408,8 @@ int gp_reserve_start(struct gp_reservation *r, struct workqueue_struct *wq,
 unsigned long gp_reserve_finish(struct gp_reservation *r, u64 *ns);
 unsigned long gp_reserve_blocks(struct workqueue_struct *wq, struct gp_node *n,
 				unsigned long first, unsigned long count);
+int gp_reserve_nodes(struct gp_reservation *r, unsigned long want,
+		     unsigned long *got, bool *partial);
 void gp_release_blocks(struct gp_node *n, unsigned long first,
 		       unsigned long count);
 

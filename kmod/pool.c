@@ -387,6 +387,50 @@ u64 gp_pool_peak_in_use(void)
 
 /* Load and unload ------------------------------------------------------------ */
 
+/* Hand each node its reserved blocks, with one log line per node. */
+static int gp_pool_publish_nodes(const unsigned long *got, unsigned long want)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < gp_nr_nodes; i++) {
+		struct gp_node *n = gp_nodes[i];
+
+		if (got[i]) {
+			ret = gp_publish_blocks(n, got[i]);
+			if (ret)
+				return ret;
+		}
+		pr_info("node %d: reserved %lu MiB in %llu ms (%lu of %lu blocks; %lu made of smaller orders)\n",
+			n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
+			div_u64(n->reserve_ns, NSEC_PER_MSEC), got[i], want,
+			n->fallback_blocks);
+	}
+	return 0;
+}
+
+/*
+ * Give back the blocks of the nodes not yet published (published ones are
+ * released by gp_node_destroy()); with strict_short, name each node that
+ * got less than asked, the reason the load fails.
+ */
+static void gp_pool_unreserve_nodes(const unsigned long *got,
+				    unsigned long want, bool strict_short)
+{
+	unsigned int i;
+
+	for (i = 0; i < gp_nr_nodes; i++) {
+		struct gp_node *n = gp_nodes[i];
+
+		if (!n->nr_blocks)
+			gp_release_blocks(n, 0, got[i]);
+		if (strict_short && got[i] < want)
+			pr_err("node %d: only %lu of %lu MiB could be reserved; strict=1: not loading\n",
+			       n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
+			       want << (GP_BLOCK_SHIFT - 20));
+	}
+}
+
 /*
  * Reserve every node's blocks at load, all nodes at once (reserve.c), and
  * publish them; one log line per node.  With strict, anything short of the
@@ -399,8 +443,7 @@ static int gp_pool_reserve(u64 per_node, bool strict, u64 *ns)
 	unsigned long *got;
 	ktime_t t0 = ktime_get();
 	bool partial = false;
-	unsigned int i;
-	int ret = 0;
+	int ret;
 
 	r = kcalloc(gp_nr_nodes, sizeof(*r), GFP_KERNEL);
 	got = kcalloc(gp_nr_nodes, sizeof(*got), GFP_KERNEL);
@@ -408,30 +451,13 @@ static int gp_pool_reserve(u64 per_node, bool strict, u64 *ns)
 		ret = -ENOMEM;
 		goto out_free;
 	}
-	for (i = 0; i < gp_nr_nodes; i++)
-		if (gp_reserve_start(&r[i], gp_wq, gp_nodes[i], 0, want))
-			ret = -ENOMEM;
-	for (i = 0; i < gp_nr_nodes; i++) {
-		got[i] = gp_reserve_finish(&r[i], &gp_nodes[i]->reserve_ns);
-		partial |= got[i] < want;
-	}
+	ret = gp_reserve_nodes(r, want, got, &partial);
 	*ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
 	if (ret || (partial && strict))
 		goto out_release;
-
-	for (i = 0; i < gp_nr_nodes; i++) {
-		struct gp_node *n = gp_nodes[i];
-
-		if (got[i]) {
-			ret = gp_publish_blocks(n, got[i]);
-			if (ret)
-				goto out_release;
-		}
-		pr_info("node %d: reserved %lu MiB in %llu ms (%lu of %lu blocks; %lu made of smaller orders)\n",
-			n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
-			div_u64(n->reserve_ns, NSEC_PER_MSEC), got[i], want,
-			n->fallback_blocks);
-	}
+	ret = gp_pool_publish_nodes(got, want);
+	if (ret)
+		goto out_release;
 	if (partial)
 		pr_warn("reserved %llu MiB of the %llu MiB asked for: the kernel had no more to give (or only below the floor of 1/%d of each node's memory)\n",
 			gp_pool_size() >> 20, (per_node * gp_nr_nodes) >> 20,
@@ -439,17 +465,7 @@ static int gp_pool_reserve(u64 per_node, bool strict, u64 *ns)
 	goto out_free;
 
 out_release:
-	/* Published blocks are released by gp_node_destroy(). */
-	for (i = 0; i < gp_nr_nodes; i++) {
-		struct gp_node *n = gp_nodes[i];
-
-		if (!n->nr_blocks)
-			gp_release_blocks(n, 0, got[i]);
-		if (partial && strict && got[i] < want)
-			pr_err("node %d: only %lu of %lu MiB could be reserved; strict=1: not loading\n",
-			       n->nid, got[i] << (GP_BLOCK_SHIFT - 20),
-			       want << (GP_BLOCK_SHIFT - 20));
-	}
+	gp_pool_unreserve_nodes(got, want, partial && strict);
 	if (!ret)
 		ret = -ENOMEM;
 out_free:

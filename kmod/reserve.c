@@ -269,6 +269,29 @@ unsigned long gp_reserve_blocks(struct workqueue_struct *wq, struct gp_node *n,
 	return gp_reserve_finish(&r, NULL);
 }
 
+/*
+ * Reserve want blocks on every node, side by side: each node's reservation
+ * starts before any is waited for.  got[i] is what gp_nodes[i] got, and
+ * *partial says that one got fewer than want.  -ENOMEM when one could not
+ * start; the others are still waited for, so their blocks can be released.
+ */
+int gp_reserve_nodes(struct gp_reservation *r, unsigned long want,
+		     unsigned long *got, bool *partial)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < gp_nr_nodes; i++)
+		if (gp_reserve_start(&r[i], gp_wq, gp_nodes[i], 0, want))
+			ret = -ENOMEM;
+	*partial = false;
+	for (i = 0; i < gp_nr_nodes; i++) {
+		got[i] = gp_reserve_finish(&r[i], &gp_nodes[i]->reserve_ns);
+		*partial |= got[i] < want;
+	}
+	return ret;
+}
+
 void gp_release_blocks(struct gp_node *n, unsigned long first,
 		       unsigned long count)
 {
