@@ -383,6 +383,11 @@ nomem:
  * goes to an empty one; a slot is at hand.  Anything else goes, before any
  * change, to alloc_slow().  bfc_alloc() and bfc_alloc_from() are this,
  * with fp NULL or not.
+ * Longer than the house's 60 lines, and kept whole (scripts/func-length.sh):
+ * it is the hot path, its every way out to alloc_slow() is a goto to one
+ * label taken before anything changes, and the class search, the fit
+ * test and the split read in the order they run; split into helpers, each
+ * exit would become a result tested twice.
  */
 static __always_inline int alloc(struct bfc *b, uint64_t size,
 				 bfc_handle_t *hp, uint64_t *ap, uint64_t *fp)

@@ -148,6 +148,13 @@ static void tree_transplant(struct bfc_chunk *C, uint32_t *root, uint32_t u,
 	PARENT(v) = p;
 }
 
+/* CLRS's RB-DELETE-FIXUP: x carries an extra black up the tree until a
+ * red node or the root absorbs it.  Longer than the house's 60 lines, and
+ * kept whole (scripts/func-length.sh): its four cases and their mirror
+ * images read side by side, against the textbook; split, the loop's state
+ * (x, its parent, its sibling) would pass through helpers, and the
+ * mirror would no longer be visible.
+ */
 static void tree_delete_fixup(struct bfc_chunk *C, uint32_t *root, uint32_t x)
 {
 	while (x != *root && !IS_RED(x)) {

@@ -8,8 +8,9 @@
 #      the Python tests, the YAML in the tree (scripts/yaml-check.py), the
 #      CDI spec gpupoolctl writes (scripts/cdi-check.py)
 #   2. checkpatch, sparse and coccicheck on the kernel code
-#      (scripts/kernel-checks.sh); no loop among the calls between
-#      libgpupool's rooms (scripts/rooms-check.sh)
+#      (scripts/kernel-checks.sh); no function in kmod/ or core/ over 60
+#      lines but the listed exceptions (scripts/func-length.sh); no loop
+#      among the calls between libgpupool's rooms (scripts/rooms-check.sh)
 #   3. the VM suite on each test kernel (Debian 6.1 and 6.12), its NUMA
 #      tests again in a two-node VM (and libgpupool's NUMA tests on the
 #      user backend there), and libgpupool's tests on the kernel backend;
@@ -197,6 +198,9 @@ host_block() {
 
 	step "checkpatch"
 	"$top/scripts/checkpatch.sh" || st=1
+
+	step "functions in kmod/ and core/: none over 60 lines but the listed exceptions"
+	"$top/scripts/func-length.sh" || st=1
 
 	step "libgpupool's rooms: no loop among their calls (nm over the objects)"
 	"$top/scripts/rooms-check.sh" || st=1
