@@ -116,6 +116,9 @@ $(addprefix tests-,$(TEST_DIRS)): ksft lib tools slurm
 	@$(SUBMAKE) -C tests/$(@:tests-%=%)
 tests-lib tests-fuzz tests-interpose: tests-cudart_double
 tests-interpose tests-vm: tests-cudadrv_double
+# The runtime double reaches the driver double (its make builds it too:
+# never both at once).
+tests-cudart_double tests-tsan: tests-cudadrv_double
 tests-vm: tests-cudart_double
 
 # Run the VM suite (or a --filter of it, through VMFLAGS) on one kernel.

@@ -139,6 +139,22 @@ CDRV_API size_t cdrv_live_size(const void *p, unsigned int *flags)
 	return n;
 }
 
+CDRV_API void cdrv_forget_registrations(void)
+{
+	struct cdrv_mem **pp, *m;
+
+	pthread_mutex_lock(&cdrv_lock);
+	for (pp = &S.mems; (m = *pp);) {
+		if (!m->registered) {
+			pp = &m->next;
+			continue;
+		}
+		*pp = m->next;
+		free(m);
+	}
+	pthread_mutex_unlock(&cdrv_lock);
+}
+
 CDRV_API void cdrv_fail_alloc(int n)
 {
 	pthread_mutex_lock(&cdrv_lock);

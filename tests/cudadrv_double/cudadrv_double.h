@@ -39,6 +39,8 @@ void cdrv_reset(void);			/* counts and injections; allocations stay */
 void cdrv_get_counts(struct cdrv_counts *c);
 /* Is p the start of a live allocation?  Its size and flags (0 if none). */
 size_t cdrv_live_size(const void *p, unsigned int *flags);
+/* Every registration forgotten (the runtime double's cdd_reset). */
+void cdrv_forget_registrations(void);
 /* The next n allocations answer CUDA_ERROR_OUT_OF_MEMORY; -1: all. */
 void cdrv_fail_alloc(int n);
 

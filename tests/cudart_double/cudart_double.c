@@ -181,6 +181,7 @@ CDD_API void cdd_reset(void)
 	snprintf(S.bus_id, sizeof(S.bus_id), "0000:00:00.0");
 	pthread_mutex_unlock(&cdd_lock);
 	cdd_capture_reset();
+	cdd_driver_forget();
 }
 
 CDD_API void cdd_set_device_count(int n) { S.devices = n > CDD_MAX_DEV ? CDD_MAX_DEV : n; }
@@ -229,18 +230,6 @@ CDD_API void cdd_get_counts(struct cdd_counts *c)
 	*c = S.c;
 	pthread_mutex_unlock(&cdd_lock);
 	cdd_capture_counts(c);
-}
-
-int cdd_registered_at(uintptr_t p)
-{
-	struct cdd_reg *r;
-	int found = 0;
-
-	pthread_mutex_lock(&cdd_lock);
-	for (r = S.regs; r && !found; r = r->next)
-		found = p - r->p < r->n;
-	pthread_mutex_unlock(&cdd_lock);
-	return found;
 }
 
 CDD_API size_t cdd_registered_size(const void *p)
@@ -373,54 +362,68 @@ CDD_API cudaError_t cudaDeviceSynchronize(void)
 
 /* Host registration ------------------------------------------------------------ */
 
+/* Lock held.  The misuse the double catches before the driver is asked
+ * (a violation each), or an injected failure; cudaSuccess otherwise.
+ */
+static cudaError_t cdd_register_check(uintptr_t p, size_t size)
+{
+	struct cdd_reg *r;
+
+	if (S.fail_register) {
+		if (S.fail_register > 0)
+			S.fail_register--;
+		return cudaErrorMemoryAllocation;
+	}
+	if (!size || !cdd_mapped(p, size)) {
+		cdd_violation("cudaHostRegister(%#lx, %zu): not mapped", (unsigned long)p, size);
+		return cudaErrorInvalidValue;
+	}
+	for (r = S.regs; r; r = r->next)
+		if (p < r->p + r->n && r->p < p + size) {
+			cdd_violation("cudaHostRegister(%#lx, %zu): overlaps a registration",
+				      (unsigned long)p, size);
+			return cudaErrorHostMemoryAlreadyRegistered;
+		}
+	return cudaSuccess;
+}
+
+/* Registered in the driver (cuMemHostRegister), as the runtime does; the
+ * double keeps its own list beside, for its checks and counts.
+ */
 CDD_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 {
 	uintptr_t p = (uintptr_t)ptr;
 	struct cdd_reg *r;
-	cudaError_t ret = cudaSuccess;
+	cudaError_t ret;
 
 	CDD_NEEDS_DRIVER();
-	(void)flags;
 	if (cdd_capture_refuses()) {
 		CDD_COUNT(CDD_HOST_REGISTER);
 		return cdd_ret(cudaErrorStreamCaptureUnsupported);
 	}
 	pthread_mutex_lock(&cdd_lock);
 	CDD_COUNT(CDD_HOST_REGISTER);
-	if (S.fail_register) {
-		if (S.fail_register > 0)
-			S.fail_register--;
-		ret = cudaErrorMemoryAllocation;
-		goto out;
-	}
-	if (!size || !cdd_mapped(p, size)) {
-		cdd_violation("cudaHostRegister(%#lx, %zu): not mapped", (unsigned long)p, size);
-		ret = cudaErrorInvalidValue;
-		goto out;
-	}
-	for (r = S.regs; r; r = r->next)
-		if (p < r->p + r->n && r->p < p + size) {
-			cdd_violation("cudaHostRegister(%#lx, %zu): overlaps a registration",
-				      (unsigned long)p, size);
-			ret = cudaErrorHostMemoryAlreadyRegistered;
-			goto out;
-		}
-	r = calloc(1, sizeof(*r));
+	ret = cdd_register_check(p, size);
+	pthread_mutex_unlock(&cdd_lock);
+	if (!ret)
+		ret = cdd_driver_register(ptr, size, flags);
+	r = ret ? NULL : calloc(1, sizeof(*r));
+	if (!r)
+		return cdd_ret(ret ? ret : cudaErrorMemoryAllocation);
 	r->p = p;
 	r->n = size;
+	pthread_mutex_lock(&cdd_lock);
 	r->next = S.regs;
 	S.regs = r;
 	S.c.registered++;
 	S.c.registered_bytes += size;
-out:
 	pthread_mutex_unlock(&cdd_lock);
-	return cdd_ret(ret);
+	return cudaSuccess;
 }
 
 CDD_API cudaError_t cudaHostUnregister(void *ptr)
 {
 	struct cdd_reg **pp, *r;
-	cudaError_t ret = cudaErrorHostMemoryNotRegistered;
 
 	CDD_NEEDS_DRIVER();
 	if (cdd_capture_refuses()) {
@@ -439,13 +442,12 @@ CDD_API cudaError_t cudaHostUnregister(void *ptr)
 		S.c.registered--;
 		S.c.registered_bytes -= r->n;
 		free(r);
-		ret = cudaSuccess;
 		break;
 	}
-	if (ret != cudaSuccess)
+	if (!r)
 		cdd_violation("cudaHostUnregister(%p): not registered", ptr);
 	pthread_mutex_unlock(&cdd_lock);
-	return cdd_ret(ret);
+	return cdd_driver_unregister(ptr);
 }
 
 /* Device memory -------------------------------------------------------------- */

@@ -100,11 +100,12 @@ size_t cdd_registered_size(const void *p);
 uint64_t cdd_check(void);
 const char *cdd_last_violation(void);
 /*
- * Pinned host allocations (cudaHostAlloc, cudaMallocHost, cudaFreeHost,
- * cudaHostGetFlags, and cudaHostGetDevicePointer outside registrations) go
- * to the driver, as the real runtime's do: libcuda.so.1 is opened, and its
- * entry points taken from cuGetProcAddress_v2 at the runtime's version
- * (tests/cudadrv_double).  Without a driver they answer
+ * Pinned host memory (cudaHostAlloc, cudaMallocHost, cudaFreeHost,
+ * cudaHostGetFlags, cudaHostGetDevicePointer, cudaHostRegister and
+ * cudaHostUnregister) goes to the driver, as the real runtime's does: the
+ * driver double is opened, and its entry points taken from
+ * cuGetProcAddress_v2 at the runtime's version (tests/cudadrv_double);
+ * the answers are the driver's.  Without a driver they answer
  * cudaErrorInsufficientDriver.
  *
  * Stream capture: cudaStreamBeginCapture / EndCapture / IsCapturing and

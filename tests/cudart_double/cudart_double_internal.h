@@ -24,8 +24,6 @@
 cudaError_t cdd_ret(cudaError_t e);
 /* Non-zero in a child of fork() of the process that owns CUDA. */
 int cdd_forked(void);
-/* Is p inside a live registration? */
-int cdd_registered_at(uintptr_t p);
 int cdd_runtime_version(void);
 /* Count a call (and whether it came during a capture). */
 void cdd_count(enum cdd_fn fn);
@@ -36,6 +34,14 @@ void cdd_count(enum cdd_fn fn);
  */
 cudaError_t cdd_driver_entry(const char *sym, void **fp, int version,
 			     unsigned long long flags, int *status);
+/* host_alloc.c: registration as the runtime does it, in the driver
+ * (cuMemHostRegister, cuMemHostUnregister: the runtime's error for the
+ * driver's answer); and the driver told to forget every registration
+ * (cdd_reset), when it has been opened.
+ */
+cudaError_t cdd_driver_register(void *p, size_t n, unsigned int flags);
+cudaError_t cdd_driver_unregister(void *p);
+void cdd_driver_forget(void);
 /* host_alloc.c: a potentially unsafe call now would be refused (and has
  * invalidated the capture): answer cudaErrorStreamCaptureUnsupported.
  */

@@ -29,6 +29,12 @@ typedef void *cudaGraph_t;
 #define cdd_mode_t enum cudaStreamCaptureMode
 #define cdd_cstatus_t enum cudaStreamCaptureStatus
 #endif
+/* The driver: the driver double, by its path in the build tree (the
+ * Makefile's), or else whichever libcuda.so.1 the process finds.
+ */
+#ifndef CDD_DRIVER_PATH
+#define CDD_DRIVER_PATH		"libcuda.so.1"
+#endif
 #define CDD_MODE_GLOBAL		0
 #define CDD_MODE_RELAXED	2
 #define CDD_CAPTURE_NONE	0
@@ -39,11 +45,14 @@ typedef int cu_result;
 static struct {
 	pthread_once_t once;
 	int usable;
+	void *dl;
 	cu_result (*gpa)(const char *, void **, int, unsigned long long, int *);
 	cu_result (*host_alloc)(void **, size_t, unsigned int);
 	cu_result (*free_host)(void *);
 	cu_result (*get_flags)(unsigned int *, void *);
 	cu_result (*get_devptr)(unsigned long long *, void *, unsigned int);
+	cu_result (*host_register)(void *, size_t, unsigned int);
+	cu_result (*host_unregister)(void *);
 } D = { .once = PTHREAD_ONCE_INIT };
 
 static void cdd_driver_open(void)
@@ -51,7 +60,7 @@ static void cdd_driver_open(void)
 	cu_result (*gpa)(const char *, void **, int, unsigned long long, int *);
 	cu_result (*init)(unsigned int) = NULL;
 
-	void *dl = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *dl = dlopen(CDD_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
 	int v = cdd_runtime_version(), st;
 
 	if (!dl)
@@ -62,10 +71,13 @@ static void cdd_driver_open(void)
 	    gpa("cuMemHostAlloc", (void **)&D.host_alloc, v, 0, &st) ||
 	    gpa("cuMemFreeHost", (void **)&D.free_host, v, 0, &st) ||
 	    gpa("cuMemHostGetFlags", (void **)&D.get_flags, v, 0, &st) ||
-	    gpa("cuMemHostGetDevicePointer", (void **)&D.get_devptr, v, 0, &st))
+	    gpa("cuMemHostGetDevicePointer", (void **)&D.get_devptr, v, 0, &st) ||
+	    gpa("cuMemHostRegister", (void **)&D.host_register, v, 0, &st) ||
+	    gpa("cuMemHostUnregister", (void **)&D.host_unregister, v, 0, &st))
 		return;
 	D.gpa = gpa;
-	D.usable = init(0) == 0;
+	D.dl = dl;
+	__atomic_store_n(&D.usable, init(0) == 0, __ATOMIC_RELEASE);
 }
 
 /* 0 when the driver can be used; otherwise the error to answer. */
@@ -77,12 +89,43 @@ static cudaError_t cdd_driver(void)
 	return D.usable ? cudaSuccess : cudaErrorInsufficientDriver;
 }
 
-/* The driver's answers in the runtime's words (the same numbers for the
- * few that these calls give).
+/* The driver's answers in the runtime's words: the same numbers for the
+ * ones these calls give (invalid value, out of memory, not initialized,
+ * memory already registered or not, stream capture's two).
  */
 static cudaError_t cdd_from_cu(cu_result r)
 {
-	return cdd_ret(r >= 0 && r <= 3 ? (cudaError_t)r : cudaErrorUnknown);
+	switch (r) {
+	case 0: case 1: case 2: case 3: case 712: case 713: case 900: case 901:
+		return cdd_ret((cudaError_t)r);
+	default:
+		return cdd_ret(cudaErrorUnknown);
+	}
+}
+
+cudaError_t cdd_driver_register(void *p, size_t n, unsigned int flags)
+{
+	cudaError_t e = cdd_driver();
+
+	return e ? e : cdd_from_cu(D.host_register(p, n, flags));
+}
+
+cudaError_t cdd_driver_unregister(void *p)
+{
+	cudaError_t e = cdd_driver();
+
+	return e ? e : cdd_from_cu(D.host_unregister(p));
+}
+
+void cdd_driver_forget(void)
+{
+	void (*forget)(void);
+
+	if (!__atomic_load_n(&D.usable, __ATOMIC_ACQUIRE))
+		return;
+	*(void **)&forget = dlsym(D.dl, "cdrv_forget_registrations");
+	if (forget)
+		forget();
 }
 
 cudaError_t cdd_driver_entry(const char *sym, void **fp, int version,
@@ -270,7 +313,9 @@ CDD_API cudaError_t cudaHostGetFlags(unsigned int *flags, void *p)
 	return cdd_from_cu(D.get_flags(flags, p));
 }
 
-/* Registered memory first (libgpupool's segments), then the driver's. */
+/* The driver's answer, for registered memory (libgpupool's segments) as
+ * for allocated, as the runtime's is.
+ */
 CDD_API cudaError_t cudaHostGetDevicePointer(void **dev, void *p,
 					     unsigned int flags)
 {
@@ -278,19 +323,12 @@ CDD_API cudaError_t cudaHostGetDevicePointer(void **dev, void *p,
 	cudaError_t e;
 
 	cdd_count(CDD_HOST_GET_DEVPTR);
-	if (!dev || flags)
-		return cdd_ret(cudaErrorInvalidValue);
-	if (cdd_forked())
-		return cdd_ret(cudaErrorInitializationError);
-	if (cdd_registered_at((uintptr_t)p)) {
-		*dev = (void *)((uintptr_t)p + CDD_DEVPTR_DELTA);
-		return cudaSuccess;
-	}
 	e = cdd_driver();
 	if (e)
-		return cdd_ret(e == cudaErrorInsufficientDriver ?
-			       cudaErrorInvalidValue : e);
-	e = cdd_from_cu(D.get_devptr(&d, p, 0));
+		return cdd_ret(e);
+	if (!dev)
+		return cdd_ret(cudaErrorInvalidValue);
+	e = cdd_from_cu(D.get_devptr(&d, p, flags));
 	if (!e)
 		*dev = (void *)(uintptr_t)d;
 	return e;

@@ -170,8 +170,11 @@ enum ip_verdict ip_get_devptr(void *ptr, void **dev)
 
 	if (v != IP_DONE)
 		return v;
-	/* CUDA's answer for the registered segment, at this address. */
-	if (!dev || gp_cuda_host_devptr(ip_pool_opened(), ptr, &d) != cudaSuccess)
+	/* CUDA's answer for the registered segment, at this address: a real
+	 * call, or the runtime's way to the driver would bring it back here.
+	 */
+	if (!dev || IP_REAL_CALL(gp_cuda_host_devptr(ip_pool_opened(), ptr,
+						     &d)) != cudaSuccess)
 		return IP_INVALID;
 	*dev = d;
 	return IP_DONE;
