@@ -15,3 +15,14 @@ ifeq ($(HAVE_CUDA),1)
 LIB_CPPFLAGS += -isystem $(CUDA_INC)
 endif
 LIB_LIBS := -ldl -pthread
+
+# The interposer's version script: interpose.map.in through the C
+# preprocessor, its driver lines from entries.h.  A rule per user
+# ($(call interpose_map_rule,TARGET)), after its default goal.
+INTERPOSE_MAP_SRCS := $(TOP)/userlib/interpose/interpose.map.in \
+		      $(TOP)/userlib/interpose/entries.h
+define interpose_map_rule
+$(1): $(INTERPOSE_MAP_SRCS)
+	@mkdir -p $$(dir $$@)
+	$$(CC) -E -P -x c -o $$@ $$<
+endef

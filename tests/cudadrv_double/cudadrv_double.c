@@ -43,7 +43,10 @@ typedef unsigned int CUdeviceptr_v1;
 #define CDRV_VERSION			13000
 
 #define CDRV_API __attribute__((visibility("default")))
-#define CDRV_COUNT(fn) __atomic_fetch_add(&S.c.calls[fn], 1, __ATOMIC_RELAXED)
+#define CDRV_COUNT(fn) do {						\
+	__atomic_fetch_add(&S.c.calls[fn], 1, __ATOMIC_RELAXED);	\
+	cdrv_hook();							\
+} while (0)
 /* At the top of every call that needs an initialized driver. */
 #define CDRV_ENTER(fn) do {						\
 	CUresult r_;							\
@@ -69,6 +72,16 @@ static struct {
 	struct cdrv_counts c;
 } S;
 static pid_t cdrv_owner;	/* the process that called cuInit */
+static void (*cdrv_hook_fn)(void);
+
+/* The test's hook (cdrv_set_hook), at the entry of every counted call. */
+static void cdrv_hook(void)
+{
+	void (*fn)(void) = __atomic_load_n(&cdrv_hook_fn, __ATOMIC_ACQUIRE);
+
+	if (fn)
+		fn();
+}
 
 /* 0, or the answer of a call that the driver cannot take now. */
 static CUresult cdrv_state(void)
@@ -153,6 +166,17 @@ CDRV_API void cdrv_forget_registrations(void)
 		free(m);
 	}
 	pthread_mutex_unlock(&cdrv_lock);
+}
+
+CDRV_API void cdrv_set_hook(void (*fn)(void))
+{
+	__atomic_store_n(&cdrv_hook_fn, fn, __ATOMIC_RELEASE);
+}
+
+CDRV_API CUresult cuMemFreeHost(void *p);
+CDRV_API int cdrv_free(void *p)
+{
+	return cuMemFreeHost(p);
 }
 
 CDRV_API void cdrv_fail_alloc(int n)

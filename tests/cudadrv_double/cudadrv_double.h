@@ -39,6 +39,10 @@ void cdrv_reset(void);			/* counts and injections; allocations stay */
 void cdrv_get_counts(struct cdrv_counts *c);
 /* Is p the start of a live allocation?  Its size and flags (0 if none). */
 size_t cdrv_live_size(const void *p, unsigned int *flags);
+/* fn is called at the entry of every counted call; NULL: none. */
+void cdrv_set_hook(void (*fn)(void));
+/* cuMemFreeHost of the double itself, by a name no interposer wraps. */
+int cdrv_free(void *p);
 /* Every registration forgotten (the runtime double's cdd_reset). */
 void cdrv_forget_registrations(void);
 /* The next n allocations answer CUDA_ERROR_OUT_OF_MEMORY; -1: all. */

@@ -285,6 +285,7 @@ int cdd_forked(void)
 
 CDD_API cudaError_t cudaGetDeviceCount(int *n)
 {
+	cdd_hook();
 	CDD_COUNT(CDD_GET_DEVICE_COUNT);
 	*n = S.devices;
 	return S.devices > 0 ? cudaSuccess : cdd_ret(cudaErrorNoDevice);
@@ -292,6 +293,7 @@ CDD_API cudaError_t cudaGetDeviceCount(int *n)
 
 CDD_API cudaError_t cudaGetDevice(int *d)
 {
+	cdd_hook();
 	CDD_COUNT(CDD_GET_DEVICE);
 	*d = cdd_cur_dev;
 	return cudaSuccess;
@@ -299,6 +301,7 @@ CDD_API cudaError_t cudaGetDevice(int *d)
 
 CDD_API cudaError_t cudaSetDevice(int d)
 {
+	cdd_hook();
 	CDD_COUNT(CDD_SET_DEVICE);
 	if (d < 0 || d >= S.devices)
 		return cdd_ret(cudaErrorInvalidDevice);
@@ -306,15 +309,45 @@ CDD_API cudaError_t cudaSetDevice(int d)
 	return cudaSuccess;
 }
 
-CDD_API cudaError_t cudaRuntimeGetVersion(int *v) { *v = S.rt_version; return cudaSuccess; }
-CDD_API cudaError_t cudaDriverGetVersion(int *v) { *v = 13000; return cudaSuccess; }
+CDD_API cudaError_t cudaRuntimeGetVersion(int *v)
+{
+	cdd_hook();
+	*v = S.rt_version;
+	return cudaSuccess;
+}
 
+CDD_API cudaError_t cudaDriverGetVersion(int *v)
+{
+	cdd_hook();
+	*v = 13000;
+	return cudaSuccess;
+}
+
+/* CUDA's error state: a thread's last error, set by every call that
+ * fails (cdd_ret) and kept until cudaGetLastError returns it; a call that
+ * succeeds leaves it.
+ */
 CDD_API cudaError_t cudaGetLastError(void)
 {
 	cudaError_t e = cdd_last;
 
+	cdd_hook();
 	cdd_last = cudaSuccess;
 	return e;
+}
+
+CDD_API int cdd_swap_last_error(int e)
+{
+	cudaError_t was = cdd_last;
+
+	cdd_last = (cudaError_t)e;
+	return (int)was;
+}
+
+CDD_API cudaError_t cudaPeekAtLastError(void)
+{
+	cdd_hook();
+	return cdd_last;
 }
 
 CDD_API const char *cudaGetErrorString(cudaError_t e)
@@ -335,6 +368,7 @@ CDD_API const char *cudaGetErrorString(cudaError_t e)
 
 CDD_API cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int d)
 {
+	cdd_hook();
 	CDD_COUNT(CDD_PCI_BUS_ID);
 	if (d < 0 || d >= S.devices)
 		return cdd_ret(cudaErrorInvalidDevice);
@@ -344,6 +378,7 @@ CDD_API cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int d)
 
 CDD_API cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
 {
+	cdd_hook();
 	CDD_NEEDS_DRIVER();
 	CDD_COUNT(CDD_MEM_GET_INFO);
 	pthread_mutex_lock(&cdd_lock);
@@ -396,6 +431,7 @@ CDD_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 	struct cdd_reg *r;
 	cudaError_t ret;
 
+	cdd_hook();
 	CDD_NEEDS_DRIVER();
 	if (cdd_capture_refuses()) {
 		CDD_COUNT(CDD_HOST_REGISTER);
@@ -425,6 +461,7 @@ CDD_API cudaError_t cudaHostUnregister(void *ptr)
 {
 	struct cdd_reg **pp, *r;
 
+	cdd_hook();
 	CDD_NEEDS_DRIVER();
 	if (cdd_capture_refuses()) {
 		CDD_COUNT(CDD_HOST_UNREGISTER);
@@ -1067,6 +1104,7 @@ CDD_API cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fp,
 						     unsigned long long flags,
 						     cdd_qres_t *status)
 {
+	cdd_hook();
 	if (S.rt_version < 12050) {
 		cdd_violation("cudaGetDriverEntryPointByVersion on a runtime %d", S.rt_version);
 		return cdd_ret(cudaErrorInvalidValue);
@@ -1080,6 +1118,7 @@ CDD_API cudaError_t cudaGetDriverEntryPoint(const char *sym, void **fp,
 					    unsigned long long flags,
 					    cdd_qres_t *status)
 {
+	cdd_hook();
 	if (!sym || !fp)
 		return cdd_ret(cudaErrorInvalidValue);
 	return cdd_entry(sym, fp, S.rt_version, flags, status);

@@ -99,6 +99,15 @@ size_t cdd_registered_size(const void *p);
  */
 uint64_t cdd_check(void);
 const char *cdd_last_violation(void);
+/* fn is called at the entry of the runtime calls that libgpupool and the
+ * interposer make (device count and versions, registration, pinned
+ * memory and its queries, stream capture, the driver's entry points, the
+ * last error); NULL: none.  The calling thread's last error set to e,
+ * the one it had returned (the runtime's error state, as a test sees and
+ * restores it).
+ */
+void cdd_set_hook(void (*fn)(void));
+int cdd_swap_last_error(int e);
 /*
  * Pinned host memory (cudaHostAlloc, cudaMallocHost, cudaFreeHost,
  * cudaHostGetFlags, cudaHostGetDevicePointer, cudaHostRegister and

@@ -28,6 +28,8 @@ int cdd_runtime_version(void);
 /* Count a call (and whether it came during a capture). */
 void cdd_count(enum cdd_fn fn);
 
+/* host_alloc.c: the test's hook (cdd_set_hook), at a call's entry. */
+void cdd_hook(void);
 /* host_alloc.c: a driver entry point from the driver's cuGetProcAddress
  * (what the runtime hands out for a name it has no double of); always
  * cudaSuccess, *status saying whether it was found, as the runtime does.

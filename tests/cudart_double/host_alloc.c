@@ -141,6 +141,24 @@ cudaError_t cdd_driver_entry(const char *sym, void **fp, int version,
 	return cudaSuccess;
 }
 
+/* The test's hook: called at the entry of the runtime calls libgpupool
+ * and the interposer make (tests/interpose/rt_reentry).
+ */
+static void (*cdd_hook_fn)(void);
+
+CDD_API void cdd_set_hook(void (*fn)(void))
+{
+	__atomic_store_n(&cdd_hook_fn, fn, __ATOMIC_RELEASE);
+}
+
+void cdd_hook(void)
+{
+	void (*fn)(void) = __atomic_load_n(&cdd_hook_fn, __ATOMIC_ACQUIRE);
+
+	if (fn)
+		fn();
+}
+
 /* Stream capture -------------------------------------------------------------- */
 
 static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -199,6 +217,7 @@ CDD_API cudaError_t cudaStreamBeginCapture(cudaStream_t s, cdd_mode_t mode)
 {
 	cudaError_t ret = cudaSuccess;
 
+	cdd_hook();
 	cdd_count(CDD_CAPTURE_BEGIN);
 	if (!s || (int)mode < 0 || (int)mode > CDD_MODE_RELAXED)
 		return cdd_ret(!s ? cudaErrorStreamCaptureUnsupported :
@@ -222,6 +241,7 @@ CDD_API cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph)
 {
 	cudaError_t ret;
 
+	cdd_hook();
 	cdd_count(CDD_CAPTURE_END);
 	if (!graph)
 		return cdd_ret(cudaErrorInvalidValue);
@@ -241,6 +261,7 @@ CDD_API cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph)
 
 CDD_API cudaError_t cudaStreamIsCapturing(cudaStream_t s, cdd_cstatus_t *st)
 {
+	cdd_hook();
 	if (!st)
 		return cdd_ret(cudaErrorInvalidValue);
 	pthread_mutex_lock(&cap_lock);
@@ -255,6 +276,7 @@ CDD_API cudaError_t cudaThreadExchangeStreamCaptureMode(cdd_mode_t *mode)
 {
 	int was = cap_thread & 0xff;
 
+	cdd_hook();
 	cdd_count(CDD_CAPTURE_MODE);
 	if (!mode || (int)*mode < 0 || (int)*mode > CDD_MODE_RELAXED)
 		return cdd_ret(cudaErrorInvalidValue);
@@ -269,6 +291,7 @@ CDD_API cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags)
 {
 	cudaError_t e;
 
+	cdd_hook();
 	cdd_count(CDD_HOST_ALLOC);
 	e = cdd_driver();
 	if (e)
@@ -289,6 +312,7 @@ CDD_API cudaError_t cudaFreeHost(void *p)
 {
 	cudaError_t e;
 
+	cdd_hook();
 	cdd_count(CDD_FREE_HOST);
 	if (!p)
 		return cudaSuccess;
@@ -304,6 +328,7 @@ CDD_API cudaError_t cudaHostGetFlags(unsigned int *flags, void *p)
 {
 	cudaError_t e;
 
+	cdd_hook();
 	cdd_count(CDD_HOST_GET_FLAGS);
 	e = cdd_driver();
 	if (e)
@@ -322,6 +347,7 @@ CDD_API cudaError_t cudaHostGetDevicePointer(void **dev, void *p,
 	unsigned long long d;
 	cudaError_t e;
 
+	cdd_hook();
 	cdd_count(CDD_HOST_GET_DEVPTR);
 	e = cdd_driver();
 	if (e)

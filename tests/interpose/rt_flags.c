@@ -106,9 +106,13 @@ TEST(write_combined_and_unknown_flags_go_to_cuda)
 	EXPECT_EQ(drv.calls[CDRV_HOST_ALLOC] + 5, drv_counts().calls[CDRV_HOST_ALLOC]);
 }
 
+/* Size 0 reaches CUDA, counted as flags (docs/interpose.md); a NULL
+ * result pointer is no request: CUDA's answer, uncounted.
+ */
 TEST(size_zero_and_null_are_cudas)
 {
 	struct gp_interpose_stats before = ip_stats(), after;
+	struct cdrv_counts drv = drv_counts();
 	void *p = NULL;
 
 	EXPECT_EQ(RT_INVALID_VALUE, cudaHostAlloc(&p, 0, 0));
@@ -116,8 +120,13 @@ TEST(size_zero_and_null_are_cudas)
 	EXPECT_EQ(RT_INVALID_VALUE, cudaHostGetDevicePointer(&p, &p, 1));
 	after = ip_stats();
 	EXPECT_EQ(before.served, after.served);
-	EXPECT_EQ(before.fell_back[GP_INTERPOSE_FLAGS],
+	EXPECT_EQ(before.fell_back[GP_INTERPOSE_FLAGS] + 1,
 		  after.fell_back[GP_INTERPOSE_FLAGS]);
+	EXPECT_EQ(before.fell_back_bytes[GP_INTERPOSE_FLAGS],
+		  after.fell_back_bytes[GP_INTERPOSE_FLAGS]);
+	/* The size 0 request reached the driver. */
+	EXPECT_EQ(drv.calls[CDRV_HOST_ALLOC] + 1, drv_counts().calls[CDRV_HOST_ALLOC]);
+	cudaGetLastError();
 }
 
 static const struct ip_scenario scenarios[] = { { NULL, NULL } };

@@ -35,6 +35,8 @@
 #include "backend/backend.h"
 #include "host/pools.h"
 
+static struct gp_seg *gp_host_seg_at(struct gp_ctx *ctx, uint64_t addr);
+
 /* Add a segment able to hold `size` to pool `kind`. */
 static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
 {
@@ -195,7 +197,8 @@ int gp_host_alloc_tagged(struct gp_ctx *ctx, size_t size, uint64_t tag,
 }
 
 /* host_lock held.  Give back the buffer at addr: 0 with its tag and the
- * size it was asked with, or -EINVAL when there is none.
+ * size it was asked with; -EINVAL when there is none but addr lies in a
+ * segment of the context, -ENOENT when it lies in none.
  */
 static int gp_host_give(struct gp_ctx *ctx, uint64_t addr, uint64_t *tag,
 			uint64_t *requested)
@@ -222,8 +225,8 @@ static int gp_host_give(struct gp_ctx *ctx, uint64_t addr, uint64_t *tag,
 		return 0;
 	}
 	seg = gp_map_del(&ctx->host->own, addr);
-	if (!seg)
-		return -EINVAL;
+	if (!seg)	/* inside a segment of ours, or not ours at all */
+		return gp_host_seg_at(ctx, addr) ? -EINVAL : -ENOENT;
 	ctx->host->st.in_use -= seg->size;
 	ctx->host->st.requested -= seg->requested;
 	*tag = 0;

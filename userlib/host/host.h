@@ -60,8 +60,10 @@ int gp_host_lookup(struct gp_ctx *ctx, uint64_t addr, uint64_t *base,
  * The interposer's: gp_host_alloc (no flags) with a word of the caller's
  * kept in the buffer's chunk (not 0), and gp_host_free giving that word
  * and the size asked back: one hold of host_lock each, no table beside
- * the pools.  gp_host_free_tagged: -EINVAL, and no message, when ptr is
- * no buffer of the context.
+ * the pools.  gp_host_free_tagged, when ptr is no buffer of the context
+ * (and no message): -EINVAL when it lies inside one of its segments (a
+ * buffer freed already, an inner pointer), -ENOENT when it lies in none
+ * (not the context's memory at all).
  */
 int gp_host_alloc_tagged(struct gp_ctx *ctx, size_t size, uint64_t tag,
 			 void **ptr);

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * driver.c - the CUDA driver's pinned host entry points: cuMemHostAlloc,
- * cuMemAllocHost(_v2), cuMemFreeHost, cuMemHostGetFlags,
- * cuMemHostGetDevicePointer(_v2), by symbol (a program linked with -lcuda)
- * and as pointers: from cuGetProcAddress(_v2), which is wrapped too (the
+ * driver.c - the CUDA driver's pinned host entry points (entries.h,
+ * IP_DRIVER_ENTRIES), by symbol (a program linked with -lcuda) and as
+ * pointers: from cuGetProcAddress(_v2), which is wrapped too (the
  * runtime, static or not, takes every driver function from it), from the
  * runtime's cudaGetDriverEntryPoint (runtime.c) and from dlsym() on the
  * driver (dlsym.c).
@@ -12,21 +11,21 @@
  * function we wrap: we ask the driver first and compare, and never build
  * a versioned name ourselves (cuGetProcAddress("cuMemAllocHost", 3020)
  * gives cuMemAllocHost_v2's address, which is what we compare with).  The
- * real addresses are the driver's exported symbols, looked up once in the
+ * real addresses are the driver's exported symbols, looked up in the
  * first driver seen (the object that handed out such a pointer, or else
  * the libcuda.so.1 the process has loaded).
  *
- * The driver's types are its ABI (CUresult an int, CUdeviceptr 64 bits,
- * CUdeviceptr_v1 32), declared here: its header renames the legacy entry
- * points that we must define under their own names.
+ * The driver's types are its ABI (CUresult an int, CUdeviceptr 64 bits),
+ * declared here: its header renames the legacy entry points that we must
+ * define under their own names.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "internal.h"
 #include "interpose.h"
+#include "entries.h"
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -35,22 +34,20 @@ typedef unsigned long long CUdeviceptr;
 #define CU_OUT_OF_MEMORY	2
 #define CU_NOT_INITIALIZED	3
 
-enum ip_drv_fn {
-	DRV_HOST_ALLOC, DRV_ALLOC_HOST, DRV_ALLOC_HOST_V2, DRV_FREE_HOST,
-	DRV_GET_FLAGS, DRV_GET_DEVPTR, DRV_GET_DEVPTR_V2, DRV_GPA, DRV_GPA_V2,
-	DRV_NR
-};
+#define IP_DRV_ENUM(name, kind, params, args) DRV_##name,
+enum ip_drv_fn { IP_DRIVER_ENTRIES(IP_DRV_ENUM) DRV_NR };
 
+#define IP_DRV_NAME(name, kind, params, args) #name,
 static const char *const ip_drv_names[DRV_NR] = {
-	"cuMemHostAlloc", "cuMemAllocHost", "cuMemAllocHost_v2",
-	"cuMemFreeHost", "cuMemHostGetFlags", "cuMemHostGetDevicePointer",
-	"cuMemHostGetDevicePointer_v2", "cuGetProcAddress",
-	"cuGetProcAddress_v2",
+	IP_DRIVER_ENTRIES(IP_DRV_NAME)
 };
 
-static pthread_mutex_t ip_drv_lock = PTHREAD_MUTEX_INITIALIZER;
+#define IP_DRV_TYPE(name, kind, params, args)				\
+	typedef CUresult (*ip_##name##_fn) IP_PROTO(params);
+IP_DRIVER_ENTRIES(IP_DRV_TYPE)
+
 static struct {
-	int bound;		/* real[] looked up in a driver */
+	void *dl;		/* the driver the addresses come from, kept */
 	void *real[DRV_NR];
 } D;
 
@@ -70,51 +67,34 @@ static void *ip_drv_object(const void *addr)
 	return dl;
 }
 
-/* ip_drv_lock held: the real addresses, from the driver dl. */
-static void ip_drv_bind(void *dl)
-{
-	int i;
-
-	for (i = 0; i < DRV_NR; i++)
-		D.real[i] = dlsym(dl, ip_drv_names[i]);
-	__atomic_store_n(&D.bound, 1, __ATOMIC_RELEASE);
-}
-
-/* Bind to the driver holding fn (when it is one), or to the driver this
- * process links or has loaded (fn NULL).
+/* The driver holding fn when it is one, or (fn NULL) the one this process
+ * links or has loaded; NULL when there is none yet.
  */
-static void ip_drv_bind_from(const void *fn)
+static void *ip_drv_find(const void *fn)
 {
-	void *dl = NULL, *sym;
+	void *sym;
 
-	if (!fn) {
-		sym = dlsym(RTLD_NEXT, "cuMemHostAlloc");
-		dl = sym ? ip_drv_object(sym) : NULL;
-		if (!dl)
-			dl = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-	} else {
-		dl = ip_drv_object(fn);
-	}
-	if (!dl)
-		return;
-	pthread_mutex_lock(&ip_drv_lock);
-	if (!D.bound)
-		ip_drv_bind(dl);
-	pthread_mutex_unlock(&ip_drv_lock);
-	dlclose(dl);	/* the process keeps its own reference */
+	if (fn)
+		return ip_drv_object(fn);
+	sym = dlsym(RTLD_NEXT, "cuMemHostAlloc");
+	return (sym ? ip_drv_object(sym) : NULL) ?:
+	       dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 }
 
-static void *ip_drv_real(int fn)
+static void *ip_drv_sym(const void *name)
 {
-	if (!__atomic_load_n(&D.bound, __ATOMIC_ACQUIRE))
-		ip_drv_bind_from(NULL);
-	return __atomic_load_n(&D.bound, __ATOMIC_ACQUIRE) ? D.real[fn] : NULL;
+	return dlsym(D.dl, name);
 }
 
-#define IP_DRV_CALL(fn, type, args) __extension__({			\
-	type ip_f_ = (type)ip_drv_real(fn);				\
-	ip_f_ ? IP_REAL_CALL(ip_f_ args) : CU_NOT_INITIALIZED;		\
-})
+/* The real function i, from the driver holding hint (a pointer that may
+ * be one of its functions), or the one the process has, or NULL while
+ * there is none.
+ */
+static void *ip_drv_real(int i, const void *hint)
+{
+	return ip_bind(&D.dl, ip_drv_find, hint) ?
+	       ip_bind(&D.real[i], ip_drv_sym, ip_drv_names[i]) : NULL;
+}
 
 static CUresult ip_drv_answer(enum ip_verdict v)
 {
@@ -126,115 +106,124 @@ static CUresult ip_drv_answer(enum ip_verdict v)
 	return answer[v];
 }
 
-/* The entry points ---------------------------------------------------------------- */
+/* The wrappers --------------------------------------------------------------------- */
 
-typedef CUresult (*ip_cu_host_alloc_fn)(void **, size_t, unsigned int);
-typedef CUresult (*ip_cu_alloc_host_fn)(void **, unsigned int);
-typedef CUresult (*ip_cu_alloc_host_v2_fn)(void **, size_t);
-typedef CUresult (*ip_cu_free_host_fn)(void *);
-typedef CUresult (*ip_cu_get_flags_fn)(unsigned int *, void *);
-typedef CUresult (*ip_cu_devptr_fn)(unsigned int *, void *, unsigned int);
-typedef CUresult (*ip_cu_devptr_v2_fn)(CUdeviceptr *, void *, unsigned int);
-typedef CUresult (*ip_cu_gpa_fn)(const char *, void **, int,
-				 unsigned long long);
-typedef CUresult (*ip_cu_gpa_v2_fn)(const char *, void **, int,
-				    unsigned long long, int *);
+/*
+ * Each entry point: the outermost wrapper of a thread serves (its
+ * ip_drv_<name>, given the real function, which may be NULL when no
+ * driver is loaded); one entered inside another, or inside libgpupool's
+ * own CUDA calls, calls the real function and nothing else
+ * (interpose.h, ip_enter).  Exported under the interposer's version node
+ * (the version script's lines come from entries.h too); ip_self_<name>
+ * is its address in this library, whatever a program defines.
+ */
+#define IP_DRV_WRAPPER(name, kind, params, args)				\
+	static CUresult ip_drv_##name IP_WITH(ip_##name##_fn real, params); \
+	IP_API CUresult name IP_PROTO(params);				\
+	IP_API CUresult name IP_PROTO(params)				\
+	{								\
+		ip_##name##_fn real =					\
+			(ip_##name##_fn)ip_drv_real(DRV_##name, NULL);	\
+		CUresult r;						\
+									\
+		if (IP_SERVES(kind, ip_enter()))			\
+			r = ip_drv_##name IP_WITH(real, args);		\
+		else							\
+			r = real ? real args : CU_NOT_INITIALIZED;	\
+		ip_leave();						\
+		return r;						\
+	}								\
+	extern __typeof__(name) ip_self_##name				\
+		__attribute__((alias(#name), visibility("hidden")));
+IP_DRIVER_ENTRIES(IP_DRV_WRAPPER)
 
-IP_API CUresult cuMemHostAlloc(void **pp, size_t n, unsigned int flags)
+/* The real function's answer, or the driver's for no driver. */
+#define IP_DRV_PASS(real, args) ((real) ? (real) args : CU_NOT_INITIALIZED)
+
+/* The serving, by verdict: the pool's answer, or the real function's. */
+#define IP_DRV_SERVE(verdict, real, args) __extension__({		\
+	enum ip_verdict v_ = (verdict);					\
+	v_ == IP_REAL ? IP_DRV_PASS(real, args) : ip_drv_answer(v_);	\
+})
+
+static CUresult ip_drv_cuMemHostAlloc(ip_cuMemHostAlloc_fn real, void **pp,
+				      size_t n, unsigned int flags)
 {
-	enum ip_verdict v = ip_in_real ? IP_REAL : ip_alloc(pp, n, flags, 1);
-
-	if (v != IP_REAL)
-		return ip_drv_answer(v);
-	return IP_DRV_CALL(DRV_HOST_ALLOC, ip_cu_host_alloc_fn, (pp, n, flags));
+	return IP_DRV_SERVE(ip_alloc(pp, n, flags, 1), real, (pp, n, flags));
 }
 
 /* The first version: a 32-bit size. */
-IP_API CUresult cuMemAllocHost(void **pp, unsigned int n)
+static CUresult ip_drv_cuMemAllocHost(ip_cuMemAllocHost_fn real, void **pp,
+				      unsigned int n)
 {
-	enum ip_verdict v = ip_in_real ? IP_REAL : ip_alloc(pp, n, 0, 1);
-
-	if (v != IP_REAL)
-		return ip_drv_answer(v);
-	return IP_DRV_CALL(DRV_ALLOC_HOST, ip_cu_alloc_host_fn, (pp, n));
+	return IP_DRV_SERVE(ip_alloc(pp, n, 0, 1), real, (pp, n));
 }
 
-IP_API CUresult cuMemAllocHost_v2(void **pp, size_t n)
+static CUresult ip_drv_cuMemAllocHost_v2(ip_cuMemAllocHost_v2_fn real,
+					 void **pp, size_t n)
 {
-	enum ip_verdict v = ip_in_real ? IP_REAL : ip_alloc(pp, n, 0, 1);
-
-	if (v != IP_REAL)
-		return ip_drv_answer(v);
-	return IP_DRV_CALL(DRV_ALLOC_HOST_V2, ip_cu_alloc_host_v2_fn, (pp, n));
+	return IP_DRV_SERVE(ip_alloc(pp, n, 0, 1), real, (pp, n));
 }
 
-IP_API CUresult cuMemFreeHost(void *p)
+static CUresult ip_drv_cuMemFreeHost(ip_cuMemFreeHost_fn real, void *p)
 {
-	enum ip_verdict v = ip_in_real ? IP_REAL : ip_free(p);
-
-	if (v != IP_REAL)
-		return ip_drv_answer(v);
-	return IP_DRV_CALL(DRV_FREE_HOST, ip_cu_free_host_fn, (p));
+	return IP_DRV_SERVE(ip_free(p), real, (p));
 }
 
-IP_API CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
+static CUresult ip_drv_cuMemHostGetFlags(ip_cuMemHostGetFlags_fn real,
+					 unsigned int *flags, void *p)
 {
-	enum ip_verdict v = ip_in_real ? IP_REAL : ip_get_flags(p, flags);
-
-	if (v != IP_REAL)
-		return ip_drv_answer(v);
-	return IP_DRV_CALL(DRV_GET_FLAGS, ip_cu_get_flags_fn, (flags, p));
+	return IP_DRV_SERVE(ip_get_flags(p, flags), real, (flags, p));
 }
 
 /* The first version: 32-bit device addresses. */
-IP_API CUresult cuMemHostGetDevicePointer(unsigned int *d, void *p,
-					  unsigned int flags)
+static CUresult ip_drv_cuMemHostGetDevicePointer(ip_cuMemHostGetDevicePointer_fn real,
+						 unsigned int *d, void *p,
+						 unsigned int flags)
 {
 	enum ip_verdict v = IP_REAL;
 	void *wide = NULL;
 
-	if (!ip_in_real && !flags && d)
+	if (!flags && d)
 		v = ip_get_devptr(p, &wide);
 	if (v == IP_DONE && (uintptr_t)wide >> 32)
 		v = IP_INVALID;
 	if (v == IP_DONE)
 		*d = (unsigned int)(uintptr_t)wide;
-	if (v != IP_REAL)
-		return ip_drv_answer(v);
-	return IP_DRV_CALL(DRV_GET_DEVPTR, ip_cu_devptr_fn, (d, p, flags));
+	return IP_DRV_SERVE(v, real, (d, p, flags));
 }
 
-IP_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p,
-					     unsigned int flags)
+static CUresult ip_drv_cuMemHostGetDevicePointer_v2(ip_cuMemHostGetDevicePointer_v2_fn real,
+						    CUdeviceptr *d, void *p,
+						    unsigned int flags)
 {
 	enum ip_verdict v = IP_REAL;
 	void *dev = NULL;
 
-	if (!ip_in_real && !flags && d)
+	if (!flags && d)
 		v = ip_get_devptr(p, &dev);
 	if (v == IP_DONE)
 		*d = (CUdeviceptr)(uintptr_t)dev;
-	if (v != IP_REAL)
-		return ip_drv_answer(v);
-	return IP_DRV_CALL(DRV_GET_DEVPTR_V2, ip_cu_devptr_v2_fn, (d, p, flags));
+	return IP_DRV_SERVE(v, real, (d, p, flags));
 }
 
-IP_API CUresult cuGetProcAddress(const char *sym, void **pfn, int version,
-				 unsigned long long flags)
+static CUresult ip_drv_cuGetProcAddress(ip_cuGetProcAddress_fn real,
+					const char *sym, void **pfn, int version,
+					unsigned long long flags)
 {
-	CUresult r = IP_DRV_CALL(DRV_GPA, ip_cu_gpa_fn,
-				 (sym, pfn, version, flags));
+	CUresult r = IP_DRV_PASS(real, (sym, pfn, version, flags));
 
 	if (r == CU_SUCCESS && pfn)
 		*pfn = ip_driver_swap(*pfn);
 	return r;
 }
 
-IP_API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version,
-				    unsigned long long flags, int *status)
+static CUresult ip_drv_cuGetProcAddress_v2(ip_cuGetProcAddress_v2_fn real,
+					   const char *sym, void **pfn,
+					   int version, unsigned long long flags,
+					   int *status)
 {
-	CUresult r = IP_DRV_CALL(DRV_GPA_V2, ip_cu_gpa_v2_fn,
-				 (sym, pfn, version, flags, status));
+	CUresult r = IP_DRV_PASS(real, (sym, pfn, version, flags, status));
 
 	if (r == CU_SUCCESS && pfn)
 		*pfn = ip_driver_swap(*pfn);
@@ -243,29 +232,12 @@ IP_API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version,
 
 /* Swapping -------------------------------------------------------------------------- */
 
-/* Our entry points, by this library's own addresses (hidden aliases: a
- * program that defined these names itself would not change them).
+/* Our entry points, by this library's own addresses (a program that
+ * defined these names itself would not change them).
  */
-#define IP_SELF(name) \
-	extern __typeof__(name) ip_self_##name \
-		__attribute__((alias(#name), visibility("hidden")));
-IP_SELF(cuMemHostAlloc)
-IP_SELF(cuMemAllocHost)
-IP_SELF(cuMemAllocHost_v2)
-IP_SELF(cuMemFreeHost)
-IP_SELF(cuMemHostGetFlags)
-IP_SELF(cuMemHostGetDevicePointer)
-IP_SELF(cuMemHostGetDevicePointer_v2)
-IP_SELF(cuGetProcAddress)
-IP_SELF(cuGetProcAddress_v2)
-
+#define IP_DRV_SELF(name, kind, params, args) (void *)ip_self_##name,
 static void *const ip_drv_wrappers[DRV_NR] = {
-	(void *)ip_self_cuMemHostAlloc, (void *)ip_self_cuMemAllocHost,
-	(void *)ip_self_cuMemAllocHost_v2, (void *)ip_self_cuMemFreeHost,
-	(void *)ip_self_cuMemHostGetFlags,
-	(void *)ip_self_cuMemHostGetDevicePointer,
-	(void *)ip_self_cuMemHostGetDevicePointer_v2,
-	(void *)ip_self_cuGetProcAddress, (void *)ip_self_cuGetProcAddress_v2,
+	IP_DRIVER_ENTRIES(IP_DRV_SELF)
 };
 
 void *ip_driver_swap(void *fn)
@@ -274,12 +246,8 @@ void *ip_driver_swap(void *fn)
 
 	if (!fn)
 		return fn;
-	if (!__atomic_load_n(&D.bound, __ATOMIC_ACQUIRE))
-		ip_drv_bind_from(fn);
-	if (!__atomic_load_n(&D.bound, __ATOMIC_ACQUIRE))
-		return fn;
 	for (i = 0; i < DRV_NR; i++)
-		if (D.real[i] == fn)
+		if (ip_drv_real(i, fn) == fn)
 			return ip_drv_wrappers[i];
 	return fn;
 }

@@ -4,18 +4,19 @@
  *
  * libgpupool-interpose.so is loaded with LD_PRELOAD (gpupoolctl run) and
  * serves the pinned host memory that a process asks of CUDA from the pool,
- * whichever way the request reaches CUDA: the runtime's entry points by
- * symbol (runtime.c, with the runtime's symbol versions), the driver's by
- * symbol, by cuGetProcAddress and by the runtime's
- * cudaGetDriverEntryPoint (driver.c), and either by dlsym() on a handle
- * (dlsym.c).  Whatever the way in, a request ends in serve.c, which says
- * what to do with it: the pool served it, call the real function, or
- * answer an error.  state.c has the settings, the pool (a libgpupool
- * context, opened on first use and again in a child of fork()), the
- * figures and their report, and what a child inherited; objects.c finds
- * the real functions' objects.  A buffer's flags live in its chunk of the
- * pool (a tag), so that a request takes the pools' lock once and nothing
- * else.
+ * whichever way the request reaches CUDA.  entries.h lists every entry
+ * point once; runtime.c defines the runtime's by symbol (with the
+ * runtime's symbol versions), driver.c the driver's by symbol, by
+ * cuGetProcAddress and by the runtime's cudaGetDriverEntryPoint, dlsym.c
+ * dlsym() and dlvsym() on a handle.  Whatever the way in, a request ends
+ * in serve.c, which says what to do with it: the pool served it, call the
+ * real function, or answer an error (errors.c keeps such an error where
+ * cudaGetLastError finds it).  state.c has the settings and the pool (a
+ * libgpupool context, opened on first use and again in a child of
+ * fork()) and the report; counters.c the figures; inherit.c what a child
+ * inherited; objects.c finds the real functions' objects.  A buffer's
+ * flags live in its chunk of the pool (a tag), so that a request takes
+ * the pools' lock once and nothing else.
  *
  * The rest of libgpupool is compiled in (its objects, hidden): the
  * interposer reaches the host pools through host/host.h and CUDA through
@@ -29,6 +30,7 @@
 #include <stdint.h>
 
 #include "gpupool_interpose.h"
+#include "cuda.h"
 
 #define IP_API __attribute__((visibility("default")))
 /* Static TLS: the library is loaded with the program (LD_PRELOAD), and
@@ -61,36 +63,52 @@ enum ip_verdict ip_free(void *ptr);
 enum ip_verdict ip_get_flags(void *ptr, unsigned int *flags);
 enum ip_verdict ip_get_devptr(void *ptr, void **dev);
 
-/* Set while a wrapper calls the real function: the real runtime's
- * cudaHostAlloc reaches the driver's cuMemHostAlloc, which is ours too,
- * and must pass straight through there.
+/*
+ * No re-entry, by construction: every wrapper (driver.c, runtime.c, from
+ * entries.h) opens with ip_enter() and ends with ip_leave().  Only the
+ * outermost wrapper of a thread serves; one entered inside it (the real
+ * runtime's cudaHostAlloc reaches the driver's cuMemHostAlloc, which is
+ * ours; libgpupool's own CUDA calls, registration, the device-pointer
+ * query and the capture-mode exchange among them, reach whatever entry
+ * points the runtime took from our cuGetProcAddress) calls the real
+ * function and nothing else.
  */
-extern IP_TLS int ip_in_real;
-#define IP_REAL_CALL(call) __extension__({				\
-	__typeof__(call) ip_r_;						\
-	ip_in_real++;							\
-	ip_r_ = (call);							\
-	ip_in_real--;							\
-	ip_r_;								\
-})
+extern IP_TLS unsigned int ip_depth;
+/* Non-zero when this is the outermost wrapper, which serves. */
+static inline int ip_enter(void)
+{
+	return ip_depth++ == 0;
+}
+
+static inline void ip_leave(void)
+{
+	ip_depth--;
+}
 
 /* state.c */
 struct gp_ctx;
 /* This process's pool, opened on first use; NULL when it cannot serve
- * (no module, no CUDA, ...: ip_stats says why).
+ * (no module, no CUDA, ...: ip_pool_why says why).
  */
 struct gp_ctx *ip_pool(void);
 /* The pool if this process has opened one, without opening it. */
 struct gp_ctx *ip_pool_opened(void);
+const char *ip_pool_why(void);
 int ip_mode(void);			/* GP_INTERPOSE_FALLBACK, ... */
-/* The figures (atomic adds, the served and freed ones in a slot of the
- * calling thread's), and the once-per-reason message.
+/* The figures (counters.c): what the pool served and freed (in a slot
+ * of the calling thread's), what it passed to CUDA or refused, by why,
+ * and the rest; and the once-per-reason message.
  */
+enum ip_event { IP_REAL_FREE, IP_BAD_FREE, IP_INHERITED, IP_NR_EVENTS };
 void ip_count_served(size_t size, int driver);
 void ip_count_freed(uint64_t size);
 void ip_count_fallback(int why, size_t size);
-void ip_count(uint64_t *counter);
-extern struct gp_interpose_stats ip_stats;
+void ip_count_refused(int why);
+void ip_count(enum ip_event ev);
+/* The counters into st (the rest of it is state.c's). */
+void ip_counters_snapshot(struct gp_interpose_stats *st);
+/* In a child of fork(): from zero. */
+void ip_counters_reset(void);
 void ip_say_once(int why, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -104,6 +122,14 @@ void ip_inherit_prepare(struct gp_ctx *ctx);
 void ip_inherit_parent(struct gp_ctx *ctx);
 void ip_inherit_child(struct gp_ctx *ctx);
 int ip_inherited(const void *addr);
+
+/* errors.c: e kept as this thread's pending error (after taking the
+ * runtime's own, with its cudaGetLastError when there is a runtime);
+ * returns e.  The last error for cudaGetLastError (clear) and
+ * cudaPeekAtLastError, given the runtime's own (NULL: none).
+ */
+cudaError_t ip_error_set(cudaError_t (*runtime_get_last)(void), cudaError_t e);
+cudaError_t ip_last_error(cudaError_t (*real)(void), int clear);
 
 /* driver.c: the wrapper of a driver entry point, for the real function
  * fn (from cuGetProcAddress, cudaGetDriverEntryPoint or dlsym); fn when
@@ -120,6 +146,11 @@ void *ip_runtime_swap(void *fn, const char *name);
 int ip_is_self(const void *addr);
 void *ip_object_of(const void *addr);
 void *ip_find_in_objects(const char *name, const char *version);
+/* objects.c: *slot, found by find(arg) on first use and kept (threads
+ * that race find the same); NULL while find finds nothing.  The one way
+ * the interposer binds anything lazily.
+ */
+void *ip_bind(void **slot, void *(*find)(const void *arg), const void *arg);
 /* Is name one of the entry points we wrap (runtime or driver)? */
 int ip_wraps(const char *name);
 

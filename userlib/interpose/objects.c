@@ -86,3 +86,19 @@ void *ip_find_in_objects(const char *name, const char *version)
 	pthread_mutex_unlock(&lock);
 	return fn;
 }
+
+/* Not instrumented: dlsym.c binds the real dlsym with it, which a
+ * sanitizer's runtime asks for before its shadow memory exists.
+ */
+__attribute__((no_sanitize("address", "thread", "undefined")))
+void *ip_bind(void **slot, void *(*find)(const void *arg), const void *arg)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+	if (p)
+		return p;
+	p = find(arg);
+	if (p)
+		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	return p;
+}

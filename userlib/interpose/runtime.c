@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
- * runtime.c - the CUDA runtime's pinned host entry points, by symbol:
- * cudaHostAlloc, cudaMallocHost, cudaFreeHost, cudaHostGetFlags,
- * cudaHostGetDevicePointer, and cudaGetDriverEntryPoint(ByVersion)(_ptsz),
- * whose answers go through driver.c's swap.
+ * runtime.c - the CUDA runtime's entry points (entries.h,
+ * IP_RUNTIME_ENTRIES) by symbol: the pinned host calls, which serve.c
+ * serves; cudaGetDriverEntryPoint(ByVersion)(_ptsz), whose answers go
+ * through driver.c's swap; and cudaGetLastError / cudaPeekAtLastError,
+ * which add the interposer's own errors to the runtime's (errors.c).
  *
  * The runtime versions its symbols: every one of libcudart.so.13 is
  * "cudaHostAlloc@@libcudart.so.13", of 12 "@@libcudart.so.12", of 11
  * "@@libcudart.so.11.0", and a program binds the version it was linked
- * against.  So each entry point is here once per version (a thunk with
- * that version, 13's the default), and each thunk's real function is that
- * version's, found by dlvsym() after this library or, for a runtime loaded
- * with RTLD_LOCAL (a Python extension's), in the runtime objects loaded.
+ * against.  So each entry point is here once per version it exists in (a
+ * thunk with that version, 13's the default), and each thunk's real
+ * function is that version's, found by dlvsym() after this library or,
+ * for a runtime loaded with RTLD_LOCAL (a Python extension's), in the
+ * runtime objects loaded.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,30 +21,28 @@
 
 #include "internal.h"
 #include "interpose.h"
+#include "entries.h"
 
-enum ip_rt_fn {
-	RT_HOST_ALLOC, RT_MALLOC_HOST, RT_FREE_HOST, RT_GET_FLAGS,
-	RT_GET_DEVPTR, RT_ENTRY, RT_ENTRY_PTSZ, RT_ENTRY_BYVER,
-	RT_ENTRY_BYVER_PTSZ, RT_NR
-};
+#define IP_RT_ENUM(name, kind, versions, params, args) RT_##name,
+enum ip_rt_fn { IP_RUNTIME_ENTRIES(IP_RT_ENUM) RT_NR };
 
+#define IP_RT_NAME(name, kind, versions, params, args) #name,
 static const char *const ip_rt_names[RT_NR] = {
-	"cudaHostAlloc", "cudaMallocHost", "cudaFreeHost", "cudaHostGetFlags",
-	"cudaHostGetDevicePointer", "cudaGetDriverEntryPoint",
-	"cudaGetDriverEntryPoint_ptsz", "cudaGetDriverEntryPointByVersion",
-	"cudaGetDriverEntryPointByVersion_ptsz",
+	IP_RUNTIME_ENTRIES(IP_RT_NAME)
 };
+
+#define IP_RT_TYPE(name, kind, versions, params, args)			\
+	typedef cudaError_t (*ip_##name##_fn) IP_PROTO(params);
+IP_RUNTIME_ENTRIES(IP_RT_TYPE)
 
 struct ip_rt {
 	const char *version;
 	void *real[RT_NR];	/* resolved on first use */
 };
 
-enum { IP_RT11, IP_RT12, IP_RT13, IP_NR_RT };
-static struct ip_rt ip_rts[IP_NR_RT] = {
-	{ .version = "libcudart.so.11.0" }, { .version = "libcudart.so.12" },
-	{ .version = "libcudart.so.13" },
-};
+#define IP_RT_STRUCT(i) { .version = IP_RT_VERSION_##i },
+static struct ip_rt ip_rts[] = { IP_RUNTIME_VERSIONS(IP_RT_STRUCT) };
+#define IP_NR_RT	((int)(sizeof(ip_rts) / sizeof(ip_rts[0])))
 
 /* The runtime's error numbers these entry points answer with. */
 #define RT_SUCCESS		0
@@ -52,183 +52,203 @@ static struct ip_rt ip_rts[IP_NR_RT] = {
 
 /* Finding the real functions ------------------------------------------------ */
 
-static void *ip_rt_real(struct ip_rt *rt, int fn)
-{
-	void *p = __atomic_load_n(&rt->real[fn], __ATOMIC_ACQUIRE);
+struct ip_rt_want {
+	const char *name, *version;
+};
 
-	if (p)
-		return p;
-	p = dlvsym(RTLD_NEXT, ip_rt_names[fn], rt->version);
+static void *ip_rt_lookup(const void *arg)
+{
+	const struct ip_rt_want *w = arg;
+	void *p = dlvsym(RTLD_NEXT, w->name, w->version);
+
 	if (!p)		/* a runtime loaded with RTLD_LOCAL */
-		p = ip_find_in_objects(ip_rt_names[fn], rt->version);
+		p = ip_find_in_objects(w->name, w->version);
 	if (!p)		/* an unversioned runtime, or another version */
-		p = dlsym(RTLD_NEXT, ip_rt_names[fn]);
-	if (p)
-		__atomic_store_n(&rt->real[fn], p, __ATOMIC_RELEASE);
+		p = dlsym(RTLD_NEXT, w->name);
 	return p;
 }
 
-/* The entry points ------------------------------------------------------------ */
+static void *ip_rt_real(struct ip_rt *rt, int fn)
+{
+	struct ip_rt_want w = { ip_rt_names[fn], rt->version };
 
-static cudaError_t ip_rt_answer(enum ip_verdict v)
+	return ip_bind(&rt->real[fn], ip_rt_lookup, &w);
+}
+
+/* The wrappers ------------------------------------------------------------------ */
+
+/* The interposer's answer, an error of it left pending as the runtime
+ * leaves its own (errors.c).
+ */
+static cudaError_t ip_rt_answer(struct ip_rt *rt, enum ip_verdict v)
 {
 	static const int answer[] = {
 		[IP_DONE] = RT_SUCCESS, [IP_NOMEM] = RT_MEMORY_ALLOCATION,
 		[IP_INVALID] = RT_INVALID_VALUE, [IP_NOT_INIT] = RT_INITIALIZATION,
 	};
 
-	return (cudaError_t)answer[v];
+	if (v == IP_DONE)
+		return RT_SUCCESS;
+	return ip_error_set((ip_cudaGetLastError_fn)ip_rt_real(rt, RT_cudaGetLastError),
+			    (cudaError_t)answer[v]);
 }
 
-/* The real function of rt, called as typed; an initialization error when
- * the process has no such runtime (it could not have called us then).
+/* The _ptsz twins are served as the others (the same signature). */
+#define ip_rt_cudaGetDriverEntryPoint_ptsz	ip_rt_cudaGetDriverEntryPoint
+#define ip_rt_cudaGetDriverEntryPointByVersion_ptsz \
+	ip_rt_cudaGetDriverEntryPointByVersion
+
+/*
+ * Each entry point, for the runtime version rt: the outermost wrapper of
+ * a thread serves (its ip_rt_<name>, given rt and the real function,
+ * which may be NULL when the process has no such runtime); one entered
+ * inside another, or inside libgpupool's own CUDA calls, calls the real
+ * function and nothing else (interpose.h, ip_enter).
  */
-#define IP_RT_CALL(rt, fn, type, args) __extension__({			\
-	type ip_f_ = (type)ip_rt_real(rt, fn);				\
-	ip_f_ ? IP_REAL_CALL(ip_f_ args) : (cudaError_t)RT_INITIALIZATION;	\
+#define IP_RT_WRAPPER(name, kind, versions, params, args)			\
+	static cudaError_t ip_rt_##name					\
+		IP_WITH(struct ip_rt *rt, IP_WITH(ip_##name##_fn real, params)); \
+	static cudaError_t ip_rt_wrap_##name IP_WITH(struct ip_rt *rt, params) \
+	{								\
+		ip_##name##_fn real = (ip_##name##_fn)ip_rt_real(rt, RT_##name); \
+		cudaError_t r;						\
+									\
+		if (IP_SERVES(kind, ip_enter()))			\
+			r = ip_rt_##name IP_WITH(rt, IP_WITH(real, args)); \
+		else							\
+			r = real ? real args :				\
+			    (cudaError_t)RT_INITIALIZATION;		\
+		ip_leave();						\
+		return r;						\
+	}
+IP_RUNTIME_ENTRIES(IP_RT_WRAPPER)
+
+/* The real function's answer, or an initialization error when the
+ * process has no such runtime (it could not have called us then).
+ */
+#define IP_RT_PASS(real, args)						\
+	((real) ? (real) args : (cudaError_t)RT_INITIALIZATION)
+
+#define IP_RT_SERVE(rt, verdict, real, args) __extension__({		\
+	enum ip_verdict v_ = (verdict);					\
+	v_ == IP_REAL ? IP_RT_PASS(real, args) : ip_rt_answer(rt, v_);	\
 })
 
-typedef cudaError_t (*ip_host_alloc_fn)(void **, size_t, unsigned int);
-typedef cudaError_t (*ip_malloc_host_fn)(void **, size_t);
-typedef cudaError_t (*ip_free_host_fn)(void *);
-typedef cudaError_t (*ip_get_flags_fn)(unsigned int *, void *);
-typedef cudaError_t (*ip_get_devptr_fn)(void **, void *, unsigned int);
-typedef cudaError_t (*ip_entry_fn)(const char *, void **, unsigned long long,
-				   int *);
-typedef cudaError_t (*ip_entry_byver_fn)(const char *, void **, unsigned int,
-					 unsigned long long, int *);
-
-static cudaError_t ip_rt_cudaHostAlloc(struct ip_rt *rt, void **p, size_t n,
-				       unsigned int flags)
+static cudaError_t ip_rt_cudaHostAlloc(struct ip_rt *rt, ip_cudaHostAlloc_fn real,
+				       void **p, size_t n, unsigned int flags)
 {
-	enum ip_verdict v = ip_in_real ? IP_REAL : ip_alloc(p, n, flags, 0);
-
-	if (v != IP_REAL)
-		return ip_rt_answer(v);
-	return IP_RT_CALL(rt, RT_HOST_ALLOC, ip_host_alloc_fn, (p, n, flags));
+	return IP_RT_SERVE(rt, ip_alloc(p, n, flags, 0), real, (p, n, flags));
 }
 
-static cudaError_t ip_rt_cudaMallocHost(struct ip_rt *rt, void **p, size_t n)
+static cudaError_t ip_rt_cudaMallocHost(struct ip_rt *rt,
+					ip_cudaMallocHost_fn real, void **p,
+					size_t n)
 {
-	enum ip_verdict v = ip_in_real ? IP_REAL : ip_alloc(p, n, 0, 0);
-
-	if (v != IP_REAL)
-		return ip_rt_answer(v);
-	return IP_RT_CALL(rt, RT_MALLOC_HOST, ip_malloc_host_fn, (p, n));
+	return IP_RT_SERVE(rt, ip_alloc(p, n, 0, 0), real, (p, n));
 }
 
-static cudaError_t ip_rt_cudaFreeHost(struct ip_rt *rt, void *p)
+static cudaError_t ip_rt_cudaFreeHost(struct ip_rt *rt, ip_cudaFreeHost_fn real,
+				      void *p)
 {
-	enum ip_verdict v = ip_in_real ? IP_REAL : ip_free(p);
-
-	if (v != IP_REAL)
-		return ip_rt_answer(v);
-	return IP_RT_CALL(rt, RT_FREE_HOST, ip_free_host_fn, (p));
+	return IP_RT_SERVE(rt, ip_free(p), real, (p));
 }
 
 static cudaError_t ip_rt_cudaHostGetFlags(struct ip_rt *rt,
+					  ip_cudaHostGetFlags_fn real,
 					  unsigned int *flags, void *p)
 {
-	enum ip_verdict v = ip_in_real ? IP_REAL : ip_get_flags(p, flags);
-
-	if (v != IP_REAL)
-		return ip_rt_answer(v);
-	return IP_RT_CALL(rt, RT_GET_FLAGS, ip_get_flags_fn, (flags, p));
+	return IP_RT_SERVE(rt, ip_get_flags(p, flags), real, (flags, p));
 }
 
-static cudaError_t ip_rt_cudaHostGetDevicePointer(struct ip_rt *rt, void **d,
-						  void *p, unsigned int flags)
+static cudaError_t ip_rt_cudaHostGetDevicePointer(struct ip_rt *rt,
+						  ip_cudaHostGetDevicePointer_fn real,
+						  void **d, void *p,
+						  unsigned int flags)
 {
-	enum ip_verdict v = ip_in_real || flags ? IP_REAL : ip_get_devptr(p, d);
-
-	if (v != IP_REAL)
-		return ip_rt_answer(v);
-	return IP_RT_CALL(rt, RT_GET_DEVPTR, ip_get_devptr_fn, (d, p, flags));
+	return IP_RT_SERVE(rt, flags ? IP_REAL : ip_get_devptr(p, d), real,
+			   (d, p, flags));
 }
 
 /* The driver's entry points, as the runtime hands them out: ours where
  * the real one is a function we wrap.  Runtimes before 12.0 take three
  * arguments here: the fourth is passed on and never written by us.
  */
-static cudaError_t ip_rt_entry(struct ip_rt *rt, int fn, const char *sym,
-			       void **fp, unsigned long long flags, int *st)
-{
-	cudaError_t e = IP_RT_CALL(rt, fn, ip_entry_fn, (sym, fp, flags, st));
+#define IP_RT_ENTRY(real, fp, args) __extension__({			\
+	cudaError_t e_ = IP_RT_PASS(real, args);			\
+									\
+	if (e_ == RT_SUCCESS && (fp))					\
+		*(fp) = ip_driver_swap(*(fp));				\
+	e_;								\
+})
 
-	if (e == RT_SUCCESS && fp)
-		*fp = ip_driver_swap(*fp);
-	return e;
+static cudaError_t ip_rt_cudaGetDriverEntryPoint(struct ip_rt *rt,
+						 ip_cudaGetDriverEntryPoint_fn real,
+						 const char *sym, void **fp,
+						 unsigned long long flags, int *st)
+{
+	(void)rt;
+	return IP_RT_ENTRY(real, fp, (sym, fp, flags, st));
 }
 
-static cudaError_t ip_rt_entry_byver(struct ip_rt *rt, int fn, const char *sym,
-				     void **fp, unsigned int version,
-				     unsigned long long flags, int *st)
+static cudaError_t ip_rt_cudaGetDriverEntryPointByVersion(struct ip_rt *rt,
+							  ip_cudaGetDriverEntryPointByVersion_fn real,
+							  const char *sym, void **fp,
+							  unsigned int version,
+							  unsigned long long flags,
+							  int *st)
 {
-	cudaError_t e = IP_RT_CALL(rt, fn, ip_entry_byver_fn,
-				   (sym, fp, version, flags, st));
-
-	if (e == RT_SUCCESS && fp)
-		*fp = ip_driver_swap(*fp);
-	return e;
+	(void)rt;
+	return IP_RT_ENTRY(real, fp, (sym, fp, version, flags, st));
 }
 
-/* The thunks: each entry point once per runtime version ------------------------ */
+static cudaError_t ip_rt_cudaGetLastError(struct ip_rt *rt,
+					  ip_cudaGetLastError_fn real)
+{
+	(void)rt;
+	return ip_last_error(real, 1);
+}
 
-#define IP_THUNK(v, tag, bind, ver, name, params, args)			\
-	IP_API cudaError_t tag##_##name params;				\
-	IP_API cudaError_t tag##_##name params				\
+static cudaError_t ip_rt_cudaPeekAtLastError(struct ip_rt *rt,
+					     ip_cudaPeekAtLastError_fn real)
+{
+	(void)rt;
+	return ip_last_error(real, 0);
+}
+
+/* The thunks: each entry point once per runtime version it exists in ------- */
+
+#define IP_RT_THUNK(i, name, params, args)				\
+	__attribute__((visibility("default")))				\
+	cudaError_t ip_rt##i##_##name IP_PROTO(params);			\
+	cudaError_t ip_rt##i##_##name IP_PROTO(params)			\
 	{								\
-		return ip_rt_##name args;				\
+		return ip_rt_wrap_##name IP_WITH(&ip_rts[i], args);	\
 	}								\
-	__asm__(".symver " #tag "_" #name ", " #name bind ver);
+	__asm__(".symver ip_rt" #i "_" #name ", " #name			\
+		IP_RT_BIND_##i IP_RT_VERSION_##i);
+/* A row's thunk and its address, for the version of index i (a row gives
+ * its X no more than itself: one X per version).
+ */
+#define IP_RT_THUNK_0(name, kind, versions, params, args)			\
+	IP_IF_VERSION(0, versions)(IP_RT_THUNK(0, name, params, args))
+#define IP_RT_THUNK_1(name, kind, versions, params, args)			\
+	IP_IF_VERSION(1, versions)(IP_RT_THUNK(1, name, params, args))
+#define IP_RT_THUNK_2(name, kind, versions, params, args)			\
+	IP_IF_VERSION(2, versions)(IP_RT_THUNK(2, name, params, args))
+#define IP_RT_SELF_0(name, kind, versions, params, args)			\
+	IP_IF_VERSION(0, versions)([RT_##name] = (void *)ip_rt0_##name,)
+#define IP_RT_SELF_1(name, kind, versions, params, args)			\
+	IP_IF_VERSION(1, versions)([RT_##name] = (void *)ip_rt1_##name,)
+#define IP_RT_SELF_2(name, kind, versions, params, args)			\
+	IP_IF_VERSION(2, versions)([RT_##name] = (void *)ip_rt2_##name,)
 
-#define IP_RT_VERSION(v, tag, bind, ver)				\
-	IP_THUNK(v, tag, bind, ver, cudaHostAlloc,			\
-		 (void **p, size_t n, unsigned int f), (&ip_rts[v], p, n, f)) \
-	IP_THUNK(v, tag, bind, ver, cudaMallocHost,			\
-		 (void **p, size_t n), (&ip_rts[v], p, n))		\
-	IP_THUNK(v, tag, bind, ver, cudaFreeHost, (void *p),		\
-		 (&ip_rts[v], p))					\
-	IP_THUNK(v, tag, bind, ver, cudaHostGetFlags,			\
-		 (unsigned int *f, void *p), (&ip_rts[v], f, p))		\
-	IP_THUNK(v, tag, bind, ver, cudaHostGetDevicePointer,		\
-		 (void **d, void *p, unsigned int f), (&ip_rts[v], d, p, f)) \
-	IP_THUNK(v, tag, bind, ver, cudaGetDriverEntryPoint,		\
-		 (const char *s, void **fp, unsigned long long f, int *st), \
-		 (&ip_rts[v], RT_ENTRY, s, fp, f, st))			\
-	IP_THUNK(v, tag, bind, ver, cudaGetDriverEntryPoint_ptsz,	\
-		 (const char *s, void **fp, unsigned long long f, int *st), \
-		 (&ip_rts[v], RT_ENTRY_PTSZ, s, fp, f, st))		\
-	IP_THUNK(v, tag, bind, ver, cudaGetDriverEntryPointByVersion,	\
-		 (const char *s, void **fp, unsigned int cv,		\
-		  unsigned long long f, int *st),			\
-		 (&ip_rts[v], RT_ENTRY_BYVER, s, fp, cv, f, st))		\
-	IP_THUNK(v, tag, bind, ver, cudaGetDriverEntryPointByVersion_ptsz, \
-		 (const char *s, void **fp, unsigned int cv,		\
-		  unsigned long long f, int *st),			\
-		 (&ip_rts[v], RT_ENTRY_BYVER_PTSZ, s, fp, cv, f, st))
+#define IP_RT_THUNKS(i)	IP_RUNTIME_ENTRIES(IP_RT_THUNK_##i)
+IP_RUNTIME_VERSIONS(IP_RT_THUNKS)
 
-/* The thunks' generic entries, named by what they forward to. */
-#define ip_rt_cudaGetDriverEntryPoint		ip_rt_entry
-#define ip_rt_cudaGetDriverEntryPoint_ptsz	ip_rt_entry
-#define ip_rt_cudaGetDriverEntryPointByVersion	ip_rt_entry_byver
-#define ip_rt_cudaGetDriverEntryPointByVersion_ptsz ip_rt_entry_byver
-
-IP_RT_VERSION(IP_RT11, ip_rt11, "@", "libcudart.so.11.0")
-IP_RT_VERSION(IP_RT12, ip_rt12, "@", "libcudart.so.12")
-IP_RT_VERSION(IP_RT13, ip_rt13, "@@", "libcudart.so.13")
-
-#define IP_THUNKS(tag) {						\
-	(void *)tag##_cudaHostAlloc, (void *)tag##_cudaMallocHost,	\
-	(void *)tag##_cudaFreeHost, (void *)tag##_cudaHostGetFlags,	\
-	(void *)tag##_cudaHostGetDevicePointer,				\
-	(void *)tag##_cudaGetDriverEntryPoint,				\
-	(void *)tag##_cudaGetDriverEntryPoint_ptsz,			\
-	(void *)tag##_cudaGetDriverEntryPointByVersion,			\
-	(void *)tag##_cudaGetDriverEntryPointByVersion_ptsz }
-
-static void *const ip_rt_thunks[IP_NR_RT][RT_NR] = {
-	IP_THUNKS(ip_rt11), IP_THUNKS(ip_rt12), IP_THUNKS(ip_rt13),
+/* Their addresses, by version and entry point (NULL where none). */
+#define IP_RT_SELVES(i) { IP_RUNTIME_ENTRIES(IP_RT_SELF_##i) },
+static void *const ip_rt_thunks[][RT_NR] = {
+	IP_RUNTIME_VERSIONS(IP_RT_SELVES)
 };
 
 static int ip_rt_index(const char *name)
@@ -254,7 +274,7 @@ void *ip_runtime_swap(void *fn, const char *name)
 		return fn;
 	/* Newest first: a runtime without versions answers for any. */
 	for (v = IP_NR_RT - 1; v >= 0; v--) {
-		if (dlvsym(dl, name, ip_rts[v].version) != fn)
+		if (!ip_rt_thunks[v][i] || dlvsym(dl, name, ip_rts[v].version) != fn)
 			continue;
 		known = NULL;
 		__atomic_compare_exchange_n(&ip_rts[v].real[i], &known, fn, 0,

@@ -7,7 +7,9 @@
  * - A request is served at its own size by the host pools (gp_host_alloc:
  *   512-byte blocks up to 1 MiB, pages above, never a power of two), from
  *   segments registered portable and mapped, so that every flag the pool
- *   honours holds.  Size 0, write-combined and unknown flags go to CUDA.
+ *   honours holds.  Size 0, write-combined and unknown flags go to CUDA
+ *   (counted as flags), as does a NULL result pointer (not counted: there
+ *   is no request).
  * - What the pool cannot serve (no pool, full, a limit, a registration
  *   CUDA refused) goes to CUDA in fallback mode, counted by why and said
  *   once; in strict mode it fails as an allocation CUDA cannot make does.
@@ -55,7 +57,7 @@ static const char *const ip_why_text[GP_INTERPOSE_NR_WHY] = {
 static enum ip_verdict ip_cannot(int why, size_t size, const char *detail)
 {
 	if (ip_mode() == GP_INTERPOSE_STRICT) {
-		ip_count(&ip_stats.refused[why]);
+		ip_count_refused(why);
 		ip_say_once(why, "a request of %zu bytes fails (strict mode): "
 			    "%s: %s", size, ip_why_text[why], detail);
 		return IP_NOMEM;
@@ -74,15 +76,15 @@ enum ip_verdict ip_alloc(void **ptr, size_t size, unsigned int flags,
 	void *p;
 	int ret;
 
-	if (ip_mode() == GP_INTERPOSE_OFF || !ptr || !size)
+	if (ip_mode() == GP_INTERPOSE_OFF || !ptr)
 		return IP_REAL;
-	if (flags & ~IP_POOL_FLAGS) {
+	if (!size || (flags & ~IP_POOL_FLAGS)) {
 		ip_count_fallback(GP_INTERPOSE_FLAGS, size);
 		return IP_REAL;
 	}
 	ctx = ip_pool();
 	if (!ctx)
-		return ip_cannot(GP_INTERPOSE_UNAVAILABLE, size, ip_stats.why);
+		return ip_cannot(GP_INTERPOSE_UNAVAILABLE, size, ip_pool_why());
 	ret = gp_host_alloc_tagged(ctx, size, IP_TAG_MARK | flags, &p);
 	if (ret)
 		return ip_cannot(ip_why_of(ret), size, gp_last_error(ctx));
@@ -103,26 +105,32 @@ static int ip_lookup(void *ptr, uint64_t *base, uint64_t *tag)
 	       -ENOENT;
 }
 
+/* A free: back to the pool, refused (no live buffer of the pool there),
+ * the parent's (in a child of fork()), or CUDA's: the pool's lock taken
+ * once, whichever.
+ */
 enum ip_verdict ip_free(void *ptr)
 {
 	struct gp_ctx *ctx = ip_pool_opened();
-	uint64_t base, tag, size;
+	uint64_t tag, size;
+	int ret;
 
 	if (!ptr || ip_mode() == GP_INTERPOSE_OFF)
 		return IP_REAL;
-	if (ctx && !gp_host_free_tagged(ctx, ptr, &tag, &size)) {
+	ret = ctx ? gp_host_free_tagged(ctx, ptr, &tag, &size) : -ENOENT;
+	if (!ret) {
 		ip_count_freed(size);
 		return IP_DONE;
 	}
-	if (ip_inherited(ptr)) {	/* the parent's: it stays the parent's */
-		ip_count(&ip_stats.inherited);
-		return IP_NOT_INIT;
-	}
-	if (ip_lookup(ptr, &base, &tag) != -ENOENT) {
-		ip_count(&ip_stats.bad_frees);
+	if (ret != -ENOENT) {
+		ip_count(IP_BAD_FREE);
 		return IP_INVALID;
 	}
-	ip_count(&ip_stats.real_frees);
+	if (ip_inherited(ptr)) {	/* the parent's: it stays the parent's */
+		ip_count(IP_INHERITED);
+		return IP_NOT_INIT;
+	}
+	ip_count(IP_REAL_FREE);
 	return IP_REAL;
 }
 
@@ -144,7 +152,7 @@ static enum ip_verdict ip_query(void *ptr, unsigned int *flags)
 	if (ret == -EINVAL)
 		return IP_INVALID;
 	if (ip_inherited(ptr)) {
-		ip_count(&ip_stats.inherited);
+		ip_count(IP_INHERITED);
 		return IP_NOT_INIT;
 	}
 	return IP_REAL;
@@ -170,11 +178,11 @@ enum ip_verdict ip_get_devptr(void *ptr, void **dev)
 
 	if (v != IP_DONE)
 		return v;
-	/* CUDA's answer for the registered segment, at this address: a real
-	 * call, or the runtime's way to the driver would bring it back here.
+	/* CUDA's answer for the registered segment, at this address (the
+	 * runtime asks the driver through our wrapper, which passes it on:
+	 * interpose.h, ip_enter).
 	 */
-	if (!dev || IP_REAL_CALL(gp_cuda_host_devptr(ip_pool_opened(), ptr,
-						     &d)) != cudaSuccess)
+	if (!dev || gp_cuda_host_devptr(ip_pool_opened(), ptr, &d) != cudaSuccess)
 		return IP_INVALID;
 	*dev = d;
 	return IP_DONE;

@@ -17,7 +17,9 @@
  * the CUDA runtime the process already has.  A child of fork() must not
  * use its parent's context (gpupool.h): it opens its own on its first
  * request, and its parent's buffers answer as CUDA answers in such a
- * child (not initialized).  The figures start again in the child.
+ * child (not initialized).  The figures (counted in counters.c) start
+ * again in the child; gp_interpose_stats() assembles them with the pool's
+ * state and its mode.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -35,31 +37,22 @@
 #include "env.h"
 #include "interpose.h"
 
-IP_TLS int ip_in_real;
-struct gp_interpose_stats ip_stats;
+IP_TLS unsigned int ip_depth;
 
 static pthread_once_t ip_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t ip_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
-	int mode;
+	int mode;		/* enum gp_interpose_mode, set once */
 	int debug;
 	char stats_path[PATH_MAX];
 	int ready;		/* the pool is opened, or failed to open (0
 				 * again in a child of fork()) */
 	struct gp_ctx *ctx;	/* this process's pool, or NULL */
-	int said[GP_INTERPOSE_NR_WHY + 1];
+	/* Under ip_lock: */
+	int pool;		/* 1 open, -1 cannot serve, 0 not yet */
+	char backend[16];
+	char why[256];		/* why it cannot serve */
 } IP;
-
-/* The served and freed figures: a slot per thread (several threads share
- * one beyond IP_SLOTS), so that threads serving at once do not write the
- * same cache line.
- */
-#define IP_SLOTS	32
-static struct ip_slot {
-	uint64_t served, served_bytes, served_driver, freed, freed_bytes;
-} __attribute__((aligned(64))) ip_slots[IP_SLOTS];
-static IP_TLS int ip_my_slot = -1;
-static unsigned int ip_next_slot;
 
 static const char *const ip_mode_names[] = { "fallback", "strict", "off" };
 
@@ -80,15 +73,12 @@ static void ip_fork_parent(void)
  */
 static void ip_fork_child(void)
 {
-	int mode = ip_stats.mode;
-
 	ip_inherit_child(IP.ctx);
-	memset(ip_slots, 0, sizeof(ip_slots));
+	ip_counters_reset();
 	__atomic_store_n(&IP.ready, 0, __ATOMIC_RELEASE);
 	IP.ctx = NULL;
-	memset(IP.said, 0, sizeof(IP.said));
-	memset(&ip_stats, 0, sizeof(ip_stats));
-	ip_stats.mode = mode;
+	IP.pool = 0;
+	IP.backend[0] = IP.why[0] = 0;
 	pthread_mutex_unlock(&ip_lock);
 }
 
@@ -110,7 +100,6 @@ static void ip_configure(void)
 		       "modes follows GP_INTERPOSE_*");
 	IP.mode = gp_env_name(NULL, "GPUPOOL_INTERPOSE_MODE", modes, &mode) < 0 ?
 		  GP_INTERPOSE_OFF : (int)mode;
-	ip_stats.mode = IP.mode;
 	if (IP.mode == GP_INTERPOSE_OFF)
 		fprintf(stderr, "gpupool-interpose: %s; the interposer is off, "
 			"CUDA serves every request\n", gp_last_error(NULL));
@@ -177,15 +166,13 @@ static void ip_open(void)
 	ret = gp_open(&o, &IP.ctx);
 	if (ret) {
 		IP.ctx = NULL;
-		snprintf(ip_stats.why, sizeof(ip_stats.why), "%s",
-			 gp_last_error(NULL));
-		ip_stats.pool = -1;
+		snprintf(IP.why, sizeof(IP.why), "%s", gp_last_error(NULL));
+		IP.pool = -1;
 		return;
 	}
 	gp_info(IP.ctx, &info);
-	snprintf(ip_stats.backend, sizeof(ip_stats.backend), "%s",
-		 info.backend_name);
-	ip_stats.pool = 1;
+	snprintf(IP.backend, sizeof(IP.backend), "%s", info.backend_name);
+	IP.pool = 1;
 }
 
 struct gp_ctx *ip_pool(void)
@@ -206,98 +193,29 @@ struct gp_ctx *ip_pool_opened(void)
 	return __atomic_load_n(&IP.ready, __ATOMIC_ACQUIRE) ? IP.ctx : NULL;
 }
 
-/* Figures ------------------------------------------------------------------ */
-
-void ip_count(uint64_t *counter)
+/* Written before IP.ready, under ip_lock, and never again (but in a
+ * child of fork(), which has one thread).
+ */
+const char *ip_pool_why(void)
 {
-	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+	return __atomic_load_n(&IP.ready, __ATOMIC_ACQUIRE) ? IP.why : "";
 }
 
-static struct ip_slot *ip_slot(void)
-{
-	if (ip_my_slot < 0)
-		ip_my_slot = (int)(__atomic_fetch_add(&ip_next_slot, 1,
-						       __ATOMIC_RELAXED) % IP_SLOTS);
-	return &ip_slots[ip_my_slot];
-}
-
-void ip_count_served(size_t size, int driver)
-{
-	struct ip_slot *s = ip_slot();
-
-	__atomic_fetch_add(&s->served, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&s->served_bytes, size, __ATOMIC_RELAXED);
-	if (driver)
-		__atomic_fetch_add(&s->served_driver, 1, __ATOMIC_RELAXED);
-}
-
-void ip_count_freed(uint64_t size)
-{
-	struct ip_slot *s = ip_slot();
-
-	__atomic_fetch_add(&s->freed, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&s->freed_bytes, size, __ATOMIC_RELAXED);
-}
-
-/* The slots' sums into st. */
-static void ip_slot_figures(struct gp_interpose_stats *st)
-{
-	uint64_t freed_bytes = 0;
-	int i;
-
-	for (i = 0; i < IP_SLOTS; i++) {
-		struct ip_slot *s = &ip_slots[i];
-
-		st->served += __atomic_load_n(&s->served, __ATOMIC_RELAXED);
-		st->served_bytes += __atomic_load_n(&s->served_bytes, __ATOMIC_RELAXED);
-		st->served_driver += __atomic_load_n(&s->served_driver, __ATOMIC_RELAXED);
-		st->freed += __atomic_load_n(&s->freed, __ATOMIC_RELAXED);
-		freed_bytes += __atomic_load_n(&s->freed_bytes, __ATOMIC_RELAXED);
-	}
-	st->live_bytes = st->served_bytes - freed_bytes;
-}
-
-void ip_count_fallback(int why, size_t size)
-{
-	ip_count(&ip_stats.fell_back[why]);
-	__atomic_fetch_add(&ip_stats.fell_back_bytes[why], size,
-			   __ATOMIC_RELAXED);
-}
-
-void ip_say_once(int why, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	if (__atomic_exchange_n(&IP.said[why], 1, __ATOMIC_RELAXED))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "gpupool-interpose: %s\n", line);
-}
-
-/* A copy of the figures: the counters with atomic loads (other threads
- * add to them meanwhile), the rest under the lock that writes it.
+/* A copy of the figures: the counters (counters.c), the pool's state
+ * under the lock that writes it, the mode.
  */
 static void ip_snapshot(struct gp_interpose_stats *st)
 {
 	struct gp_host_stats hs;
-	const uint64_t *from = &ip_stats.served;
-	uint64_t *to = &st->served;
-	size_t i, n = (size_t)(&ip_stats.inherited - &ip_stats.served) + 1;
 
 	memset(st, 0, sizeof(*st));
+	st->mode = ip_mode();
 	pthread_mutex_lock(&ip_lock);
-	st->mode = ip_stats.mode;
-	st->pool = ip_stats.pool;
-	memcpy(st->backend, ip_stats.backend, sizeof(st->backend));
-	memcpy(st->why, ip_stats.why, sizeof(st->why));
+	st->pool = IP.pool;
+	memcpy(st->backend, IP.backend, sizeof(st->backend));
+	memcpy(st->why, IP.why, sizeof(st->why));
 	pthread_mutex_unlock(&ip_lock);
-	for (i = 0; i < n; i++)
-		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
-	st->served = st->served_bytes = st->served_driver = st->freed = 0;
-	ip_slot_figures(st);
+	ip_counters_snapshot(st);
 	if (ip_pool_opened() && !gp_host_stats(ip_pool_opened(), &hs))
 		st->reserved = hs.reserved;
 }
@@ -336,13 +254,13 @@ static int ip_report_why(char *buf, size_t len, const char *what,
 /* Did this process ask anything of the interposer? */
 static int ip_used(const struct gp_interpose_stats *s)
 {
-	const uint64_t *c = &s->served;
-	size_t i, n = (size_t)(&s->inherited - &s->served) + 1;
+	uint64_t n = s->served + s->freed + s->real_frees + s->bad_frees +
+		     s->inherited;
+	int i;
 
-	for (i = 0; i < n; i++)
-		if (c[i])
-			return 1;
-	return s->pool != 0;
+	for (i = 0; i < GP_INTERPOSE_NR_WHY; i++)
+		n += s->fell_back[i] + s->refused[i];
+	return n || s->pool != 0;
 }
 
 /* The report, as lines "gpupool-interpose: KEY VALUE ...", or 0 bytes
