@@ -13,7 +13,18 @@
  * cuGetProcAddress hands out, for a name, the newest version of that entry
  * point that the caller's cudaVersion knows (cuMemAllocHost is _v2 from
  * 3.2, cuGetProcAddress _v2 from 12.0), CU_GET_PROC_ADDRESS_VERSION_NOT_-
- * SUFFICIENT below the first, SYMBOL_NOT_FOUND for a name it lacks.
+ * SUFFICIENT below the first, SYMBOL_NOT_FOUND for a name it lacks; every
+ * name asked is logged (cdrv_asked).
+ *
+ * Stream capture is the driver's (cuStreamBeginCapture and _v2,
+ * cuStreamEndCapture, cuStreamGetCaptureInfo,
+ * cuThreadExchangeStreamCaptureMode), with CUDA's rule for "potentially
+ * unsafe" calls (here: allocating, freeing, registering and unregistering
+ * pinned host memory): refused with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+ * while a capture in the global mode is under way, or one begun by the
+ * calling thread in another mode but relaxed, unless the calling thread's
+ * mode is relaxed; the refusal invalidates the capture (its end then
+ * answers CUDA_ERROR_STREAM_CAPTURE_INVALIDATED).
  *
  * The types are the driver's ABI, declared here: the double builds without
  * the toolkit, and libcuda's headers would rename the legacy entry points
@@ -39,6 +50,10 @@ typedef unsigned int CUdeviceptr_v1;
 #define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED	712
 #define CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED		713
 #define CUDA_ERROR_NOT_FOUND		500
+#define CUDA_ERROR_CAPTURE_UNSUPPORTED	900
+#define CUDA_ERROR_CAPTURE_INVALIDATED	901
+#define CDRV_MODE_GLOBAL		0
+#define CDRV_MODE_RELAXED		2
 #define CU_MEMHOSTALLOC_ALL		0x07	/* portable, devicemap, writecombined */
 #define CDRV_VERSION			13000
 
@@ -82,6 +97,8 @@ static void cdrv_hook(void)
 	if (fn)
 		fn();
 }
+
+static int cdrv_capture_refuses(void);
 
 /* 0, or the answer of a call that the driver cannot take now. */
 static CUresult cdrv_state(void)
@@ -152,7 +169,9 @@ CDRV_API size_t cdrv_live_size(const void *p, unsigned int *flags)
 	return n;
 }
 
-CDRV_API void cdrv_forget_registrations(void)
+static void cdrv_capture_forget(void);
+
+CDRV_API void cdrv_forget(void)
 {
 	struct cdrv_mem **pp, *m;
 
@@ -166,6 +185,7 @@ CDRV_API void cdrv_forget_registrations(void)
 		free(m);
 	}
 	pthread_mutex_unlock(&cdrv_lock);
+	cdrv_capture_forget();
 }
 
 CDRV_API void cdrv_set_hook(void (*fn)(void))
@@ -209,6 +229,138 @@ CDRV_API CUresult cuDriverGetVersion(int *v)
 	return CUDA_SUCCESS;
 }
 
+/* Stream capture ------------------------------------------------------------ */
+
+static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	int active;		/* a capture under way */
+	int mode;		/* its mode */
+	int invalidated;
+	void *stream;
+	uint64_t begun;
+} C;
+/* This thread's capture mode, and whether it began the capture (bit 8).
+ * Initial-exec: the double is dlopen()ed, and TSan mishandles dynamic
+ * TLS there (tests/cudart_double/cudart_double.c says how).
+ */
+static __thread __attribute__((tls_model("initial-exec"))) int cap_thread;
+
+CDRV_API int cdrv_capturing(void)
+{
+	return __atomic_load_n(&C.active, __ATOMIC_RELAXED);
+}
+
+CDRV_API uint64_t cdrv_capture_refusals(void)
+{
+	return __atomic_load_n(&S.c.capture_refusals, __ATOMIC_RELAXED);
+}
+
+/* A potentially unsafe call now is refused, and invalidates the capture. */
+static int cdrv_capture_refuses(void)
+{
+	int me = cap_thread, refused;
+
+	if (!cdrv_capturing() || (me & 0xff) == CDRV_MODE_RELAXED)
+		return 0;
+	pthread_mutex_lock(&cap_lock);
+	refused = C.active && (C.mode == CDRV_MODE_GLOBAL ||
+			       ((me & 0x100) && C.mode != CDRV_MODE_RELAXED));
+	if (refused)
+		C.invalidated = 1;
+	pthread_mutex_unlock(&cap_lock);
+	if (refused)
+		__atomic_fetch_add(&S.c.capture_refusals, 1, __ATOMIC_RELAXED);
+	return refused;
+}
+
+static void cdrv_capture_forget(void)
+{
+	pthread_mutex_lock(&cap_lock);
+	C.active = 0;
+	C.invalidated = 0;
+	pthread_mutex_unlock(&cap_lock);
+	__atomic_store_n(&S.c.capture_refusals, 0, __ATOMIC_RELAXED);
+}
+
+CDRV_API CUresult cuStreamBeginCapture_v2(void *s, int mode)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	CDRV_ENTER(CDRV_CAPTURE_BEGIN);
+	if (!s)		/* the legacy stream cannot be captured */
+		return CUDA_ERROR_CAPTURE_UNSUPPORTED;
+	if (mode < CDRV_MODE_GLOBAL || mode > CDRV_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cap_lock);
+	if (C.active) {		/* one capture at a time, here */
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		C.active = 1;
+		C.mode = mode;
+		C.invalidated = 0;
+		C.stream = s;
+		C.begun++;
+		cap_thread |= 0x100;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return r;
+}
+
+/* The first version: the global mode. */
+CDRV_API CUresult cuStreamBeginCapture(void *s)
+{
+	return cuStreamBeginCapture_v2(s, CDRV_MODE_GLOBAL);
+}
+
+CDRV_API CUresult cuStreamEndCapture(void *s, void **graph)
+{
+	CUresult r;
+
+	CDRV_ENTER(CDRV_CAPTURE_END);
+	if (!graph)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cap_lock);
+	if (!C.active || C.stream != s) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		r = C.invalidated ? CUDA_ERROR_CAPTURE_INVALIDATED : CUDA_SUCCESS;
+		*graph = r ? NULL : (void *)(uintptr_t)C.begun;
+		C.active = 0;
+		cap_thread &= 0xff;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return r;
+}
+
+/* The first version: the status (none 0, active 1, invalidated 2) and
+ * the capture's id.
+ */
+CDRV_API CUresult cuStreamGetCaptureInfo(void *s, int *status,
+					 unsigned long long *id)
+{
+	CDRV_ENTER(CDRV_CAPTURE_INFO);
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cap_lock);
+	*status = !C.active || C.stream != s ? 0 : C.invalidated ? 2 : 1;
+	if (id)
+		*id = *status ? C.begun : 0;
+	pthread_mutex_unlock(&cap_lock);
+	return CUDA_SUCCESS;
+}
+
+CDRV_API CUresult cuThreadExchangeStreamCaptureMode(int *mode)
+{
+	int was = cap_thread & 0xff;
+
+	CDRV_ENTER(CDRV_CAPTURE_MODE);
+	if (!mode || *mode < CDRV_MODE_GLOBAL || *mode > CDRV_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	cap_thread = (cap_thread & 0x100) | *mode;
+	*mode = was;
+	return CUDA_SUCCESS;
+}
+
 /* Pinned host memory ------------------------------------------------------ */
 
 /* Lock held.  A new entry for [p, p + n) on the list; 0, or -1 when out of
@@ -235,6 +387,8 @@ CDRV_API CUresult cuMemHostAlloc(void **pp, size_t n, unsigned int flags)
 	void *p = MAP_FAILED;
 
 	CDRV_ENTER(CDRV_HOST_ALLOC);
+	if (cdrv_capture_refuses())
+		return CUDA_ERROR_CAPTURE_UNSUPPORTED;
 	if (!pp || !n || (flags & ~CU_MEMHOSTALLOC_ALL))
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&cdrv_lock);
@@ -277,6 +431,8 @@ CDRV_API CUresult cuMemFreeHost(void *p)
 	struct cdrv_mem *m;
 
 	CDRV_ENTER(CDRV_FREE_HOST);
+	if (cdrv_capture_refuses())
+		return CUDA_ERROR_CAPTURE_UNSUPPORTED;
 	pthread_mutex_lock(&cdrv_lock);
 	m = cdrv_unlink((uintptr_t)p, 0);
 	if (m) {
@@ -346,6 +502,8 @@ CDRV_API CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags)
 	CUresult r;
 
 	CDRV_ENTER(CDRV_HOST_REGISTER);
+	if (cdrv_capture_refuses())
+		return CUDA_ERROR_CAPTURE_UNSUPPORTED;
 	if (!p || !n)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&cdrv_lock);
@@ -371,6 +529,8 @@ CDRV_API CUresult cuMemHostUnregister(void *p)
 	struct cdrv_mem *m;
 
 	CDRV_ENTER(CDRV_HOST_UNREGISTER);
+	if (cdrv_capture_refuses())
+		return CUDA_ERROR_CAPTURE_UNSUPPORTED;
 	pthread_mutex_lock(&cdrv_lock);
 	m = cdrv_unlink((uintptr_t)p, 1);
 	pthread_mutex_unlock(&cdrv_lock);
@@ -405,7 +565,52 @@ static const struct cdrv_entry {
 	{ "cuMemHostUnregister", 4000, (void *)cuMemHostUnregister },
 	{ "cuGetProcAddress", 11030, (void *)cuGetProcAddress },
 	{ "cuGetProcAddress", 12000, (void *)cuGetProcAddress_v2 },
+	{ "cuStreamBeginCapture", 10000, (void *)cuStreamBeginCapture },
+	{ "cuStreamBeginCapture", 10010, (void *)cuStreamBeginCapture_v2 },
+	{ "cuStreamEndCapture", 10000, (void *)cuStreamEndCapture },
+	{ "cuStreamGetCaptureInfo", 10010, (void *)cuStreamGetCaptureInfo },
+	{ "cuThreadExchangeStreamCaptureMode", 10010,
+	  (void *)cuThreadExchangeStreamCaptureMode },
 };
+
+/* Every name cuGetProcAddress was asked for, and how often (the first
+ * CDRV_MAX_ASKED names).
+ */
+#define CDRV_MAX_ASKED	64
+static struct {
+	char name[64];
+	unsigned int n;
+} cdrv_asked_names[CDRV_MAX_ASKED];
+
+static void cdrv_ask(const char *sym)
+{
+	int i;
+
+	pthread_mutex_lock(&cdrv_lock);
+	for (i = 0; i < CDRV_MAX_ASKED; i++) {
+		if (!cdrv_asked_names[i].name[0])
+			snprintf(cdrv_asked_names[i].name,
+				 sizeof(cdrv_asked_names[i].name), "%s", sym);
+		if (!strcmp(cdrv_asked_names[i].name, sym)) {
+			cdrv_asked_names[i].n++;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&cdrv_lock);
+}
+
+CDRV_API unsigned int cdrv_asked(const char *sym)
+{
+	unsigned int n = 0;
+	int i;
+
+	pthread_mutex_lock(&cdrv_lock);
+	for (i = 0; i < CDRV_MAX_ASKED && cdrv_asked_names[i].name[0]; i++)
+		if (!strcmp(cdrv_asked_names[i].name, sym))
+			n = cdrv_asked_names[i].n;
+	pthread_mutex_unlock(&cdrv_lock);
+	return n;
+}
 
 #define CU_GET_PROC_ADDRESS_SUCCESS			0
 #define CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND		1
@@ -420,6 +625,7 @@ CDRV_API CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version,
 	CDRV_COUNT(CDRV_GET_PROC_ADDRESS);
 	if (!sym || !pfn || (flags & ~3ull))
 		return CUDA_ERROR_INVALID_VALUE;
+	cdrv_ask(sym);
 	*pfn = NULL;
 	for (i = 0; i < sizeof(cdrv_entries) / sizeof(cdrv_entries[0]); i++) {
 		if (strcmp(sym, cdrv_entries[i].name))

@@ -180,7 +180,6 @@ CDD_API void cdd_reset(void)
 	S.violation[0] = 0;
 	snprintf(S.bus_id, sizeof(S.bus_id), "0000:00:00.0");
 	pthread_mutex_unlock(&cdd_lock);
-	cdd_capture_reset();
 	cdd_driver_forget();
 }
 
@@ -433,10 +432,6 @@ CDD_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 
 	cdd_hook();
 	CDD_NEEDS_DRIVER();
-	if (cdd_capture_refuses()) {
-		CDD_COUNT(CDD_HOST_REGISTER);
-		return cdd_ret(cudaErrorStreamCaptureUnsupported);
-	}
 	pthread_mutex_lock(&cdd_lock);
 	CDD_COUNT(CDD_HOST_REGISTER);
 	ret = cdd_register_check(p, size);
@@ -457,34 +452,40 @@ CDD_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 	return cudaSuccess;
 }
 
+/* Unregistered in the driver first: a refusal there (a capture) leaves
+ * the double's list as the driver's.
+ */
 CDD_API cudaError_t cudaHostUnregister(void *ptr)
 {
 	struct cdd_reg **pp, *r;
+	cudaError_t ret;
 
 	cdd_hook();
 	CDD_NEEDS_DRIVER();
-	if (cdd_capture_refuses()) {
-		CDD_COUNT(CDD_HOST_UNREGISTER);
-		return cdd_ret(cudaErrorStreamCaptureUnsupported);
-	}
-	pthread_mutex_lock(&cdd_lock);
 	CDD_COUNT(CDD_HOST_UNREGISTER);
-	for (pp = &S.regs; (r = *pp); pp = &r->next) {
-		if (r->p != (uintptr_t)ptr)
-			continue;
-		if (!cdd_mapped(r->p, r->n))
-			cdd_violation("cudaHostUnregister(%p): memory unmapped before it was unregistered",
-				      ptr);
-		*pp = r->next;
-		S.c.registered--;
-		S.c.registered_bytes -= r->n;
-		free(r);
-		break;
-	}
+	pthread_mutex_lock(&cdd_lock);
+	for (r = S.regs; r && r->p != (uintptr_t)ptr; r = r->next)
+		;
 	if (!r)
 		cdd_violation("cudaHostUnregister(%p): not registered", ptr);
+	else if (!cdd_mapped(r->p, r->n))
+		cdd_violation("cudaHostUnregister(%p): memory unmapped before it was unregistered",
+			      ptr);
 	pthread_mutex_unlock(&cdd_lock);
-	return cdd_driver_unregister(ptr);
+	ret = cdd_driver_unregister(ptr);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&cdd_lock);
+	for (pp = &S.regs; (r = *pp); pp = &r->next)
+		if (r->p == (uintptr_t)ptr) {
+			*pp = r->next;
+			S.c.registered--;
+			S.c.registered_bytes -= r->n;
+			free(r);
+			break;
+		}
+	pthread_mutex_unlock(&cdd_lock);
+	return cudaSuccess;
 }
 
 /* Device memory -------------------------------------------------------------- */

@@ -118,14 +118,10 @@ int cdd_swap_last_error(int e);
  * cudaErrorInsufficientDriver.
  *
  * Stream capture: cudaStreamBeginCapture / EndCapture / IsCapturing and
- * cudaThreadExchangeStreamCaptureMode, with CUDA's rule for "potentially
- * unsafe" calls (here: registering host memory, allocating and freeing
- * pinned host memory): refused with
- * cudaErrorStreamCaptureUnsupported while a capture in the global mode is
- * under way, or one begun by the calling thread in another mode but
- * relaxed, unless the calling thread's mode is relaxed; the refusal
- * invalidates the capture (cudaStreamEndCapture then answers
- * cudaErrorStreamCaptureInvalidated).
+ * cudaThreadExchangeStreamCaptureMode go to the driver too, which has
+ * CUDA's rule for "potentially unsafe" calls (tests/cudadrv_double; the
+ * counts' capture figures are its).  driver_twins.h lists every driver
+ * entry point these calls take, and says how the list was made.
  */
 
 #endif /* CUDART_DOUBLE_H */

@@ -44,12 +44,10 @@ cudaError_t cdd_driver_entry(const char *sym, void **fp, int version,
 cudaError_t cdd_driver_register(void *p, size_t n, unsigned int flags);
 cudaError_t cdd_driver_unregister(void *p);
 void cdd_driver_forget(void);
-/* host_alloc.c: a potentially unsafe call now would be refused (and has
- * invalidated the capture): answer cudaErrorStreamCaptureUnsupported.
+/* host_alloc.c: is a stream capture under way (in the driver)?  Its
+ * figures into c.
  */
-int cdd_capture_refuses(void);
 int cdd_capture_active(void);
 void cdd_capture_counts(struct cdd_counts *c);
-void cdd_capture_reset(void);
 
 #endif /* CUDART_DOUBLE_INTERNAL_H */
