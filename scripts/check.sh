@@ -164,8 +164,9 @@ host_block() {
 	step "host tests: libgpupool under ThreadSanitizer, many threads on the user backend"
 	GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" tsan "$O/tests/tsan" || st=1
 
-	step "host tests: the interposer, CUDA's pinned allocations from the pool (ASan + UBSan, TSan, and RTLD_DEEPBIND unsanitized)"
+	step "host tests: the interposer, CUDA's pinned allocations from the pool (ASan + UBSan in both modes, TSan, and RTLD_DEEPBIND unsanitized)"
 	GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" interpose "$O/tests/interpose/asan" || st=1
+	GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" interpose-strict "$O/tests/interpose/strict" || st=1
 	GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" interpose-tsan "$O/tests/interpose/tsan" || st=1
 	GPUPOOL_BACKEND=user "$top/scripts/run-tests.sh" interpose-plain "$O/tests/interpose/plain" || st=1
 
@@ -274,7 +275,10 @@ lib_block() {
 	# the CUDA runtime (here its test double) and never reaches a backend,
 	# so in a VM they would repeat the host's run (above) at TCG's pace:
 	# 38 s of each kernel's run.
-	step "libgpupool and the Python package on the kernel backend, in the VM on $k"
+	# Then the interposer's suite (ASan) on the kernel backend, in both
+	# modes (tests/interpose/strict: the same programs but rt_threads,
+	# whose requests are all served whatever the mode).
+	step "libgpupool, the Python package and the interposer on the kernel backend, in the VM on $k"
 	vm "lib-$k" --kernel "$k" \
 		--ko "$O/kmod/$k/gpupool.ko" --load "pool_size=256M" \
 		--env GPUPOOL_BACKEND=kernel --tests "$O/tests/lib" \
@@ -282,8 +286,12 @@ lib_block() {
 		--load "pool_size=256M" --env GPUPOOL_BACKEND=kernel \
 		--env GPUPOOL_LIBRARY="$O/userlib/libgpupool.so.1" \
 		--env GPUPOOL_CTL="$O/tools/gpupoolctl" \
-		--tests "$top/python/tests" --build-dir "$O" --quiet \
-		--timeout 1200 --test-timeout 600
+		--tests "$top/python/tests" --then \
+		--load "pool_size=256M" --env GPUPOOL_BACKEND=kernel \
+		--tests "$O/tests/interpose/asan" --then \
+		--load "pool_size=256M" --env GPUPOOL_BACKEND=kernel \
+		--tests "$O/tests/interpose/strict" --build-dir "$O" --quiet \
+		--timeout 1500 --test-timeout 600
 }
 
 # PyTorch's DataLoader on the kernel backend: only what that backend

@@ -9,7 +9,9 @@
  * with LD_PRELOAD naming the interposer built with its own sanitizer,
  * LD_LIBRARY_PATH finding the driver double, GPUPOOL_CUDART the runtime
  * double, and GPUPOOL_BACKEND=user unless the environment names a backend
- * (the VM suite runs them on the kernel backend).
+ * (the VM suite runs them on the kernel backend).  A program run by a
+ * name ending in "-strict" (the links in tests/interpose/strict/) runs in
+ * strict mode, unless the environment names a mode.
  *
  * Scenarios: what must run in a process of its own (another mode, a
  * fresh exec) is a scenario, run by ip_spawn() in a fork()ed and exec()ed
@@ -58,6 +60,7 @@ static void ip_test_preload(int argc, char **argv, char **envp)
 	const char *asan = getenv("ASAN_OPTIONS");
 	const char *lib = getenv("LD_LIBRARY_PATH");
 	char buf[4096];
+	size_t n;
 
 	(void)argc;
 	(void)envp;
@@ -69,6 +72,9 @@ static void ip_test_preload(int argc, char **argv, char **envp)
 		 lib ? lib : "");
 	setenv("LD_LIBRARY_PATH", buf, 1);
 	setenv("GPUPOOL_BACKEND", "user", 0);
+	n = strlen(argv[0]);
+	if (n > 7 && !strcmp(argv[0] + n - 7, "-strict"))
+		setenv("GPUPOOL_INTERPOSE_MODE", "strict", 0);
 	setenv("GPUPOOL_CUDART", tests_cudart, 0);
 	/* The interposer comes before the sanitizer's runtime, which the
 	 * program links: allowed, it defines nothing the runtime does.
@@ -142,6 +148,16 @@ static inline struct gp_interpose_stats ip_stats(void)
 	if (!get || get(&st, sizeof(st)))
 		st.pool = -100;		/* no interposer: every check fails */
 	return st;
+}
+
+/* The answer to a request the pool cannot serve and CUDA refuses (a child
+ * of fork(): CUDA cannot be initialized there): CUDA's in fallback mode
+ * (GPUPOOL_INTERPOSE_MODE, the suite runs in both), out of memory in
+ * strict mode.
+ */
+static inline int ip_unservable(int cudas)
+{
+	return ip_stats().mode == GP_INTERPOSE_STRICT ? RT_MEMORY_ALLOCATION : cudas;
 }
 
 /* A control of a double: the driver's (opened as the process's

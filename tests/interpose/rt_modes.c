@@ -130,7 +130,9 @@ TEST(a_bad_mode_turns_it_off)
 
 TEST(registration_refused_goes_to_cuda)
 {
-	EXPECT_EQ(0, ip_spawn("register_refused", NULL, NULL));
+	static const char *const env[] = { "GPUPOOL_INTERPOSE_MODE=fallback", NULL };
+
+	EXPECT_EQ(0, ip_spawn("register_refused", env, NULL));
 }
 
 /* Two processes append their figures to one file; GPUPOOL_DEBUG prints
@@ -139,7 +141,8 @@ TEST(registration_refused_goes_to_cuda)
 TEST(figures_at_exit)
 {
 	char stats[64], err[64], env_stats[128];
-	const char *env[] = { env_stats, "GPUPOOL_DEBUG=1", NULL };
+	const char *env[] = { env_stats, "GPUPOOL_DEBUG=1",
+			      "GPUPOOL_INTERPOSE_MODE=fallback", NULL };
 
 	tmp_name(stats, sizeof(stats), "stats");
 	tmp_name(err, sizeof(err), "err");
