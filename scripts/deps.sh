@@ -52,6 +52,7 @@ demo_pkgs="gcc make libc6-dev perl kmod cpio
 # sparse, coccinelle and ocaml-nox (the OCaml compiler two of the kernel's
 # semantic patches are scripted in): the kernel's static checkers on the
 # module (scripts/kernel-checks.sh).
+# gdb: unwinds through the interposer's dlsym entry (tests/interpose).
 # ccache: `make check` compiles through it, with a cache every clone on the
 # machine shares (scripts/check.sh).
 # arm64 (docs/development.md, "Cross builds"): gcc-aarch64-linux-gnu and
@@ -72,7 +73,8 @@ check_pkgs="build-essential ccache clang libclang-rt-14-dev bc flex bison xz-uti
       debhelper dh-dkms lintian prometheus python3-yaml python3-jsonschema
       podman crun
       libslurm-dev slurmd slurmctld slurm-client munge
-      sparse coccinelle ocaml-nox"
+      sparse coccinelle ocaml-nox
+      gdb"
 
 pkgs=$demo_pkgs
 [ "$part" = demo ] || pkgs="$demo_pkgs $check_pkgs"

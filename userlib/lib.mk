@@ -4,6 +4,10 @@
 # the preloaded interposer, built from its own sources and the library's
 # objects (INTERPOSE_SRCS).
 INTERPOSE_SRCS := $(wildcard $(TOP)/userlib/interpose/*.c)
+# ... and its dlsym()/dlvsym() entries, in the assembly of the target's
+# architecture (none elsewhere: dlsym.c).
+IP_ARCH := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))
+INTERPOSE_ASM := $(wildcard $(TOP)/userlib/interpose/dlsym_$(IP_ARCH).S)
 LIB_SRCS := $(filter-out $(INTERPOSE_SRCS),\
 	      $(wildcard $(TOP)/userlib/*.c $(TOP)/userlib/*/*.c) $(wildcard $(TOP)/core/*.c))
 LIB_HDRS := $(wildcard $(TOP)/userlib/*.h $(TOP)/userlib/*/*.h) $(wildcard $(TOP)/core/*.h) \

@@ -14,8 +14,11 @@ extern const char tests_libdeep[];	/* deep.c: a library that calls the
 					 * runtime, for RTLD_DEEPBIND */
 extern const char tests_libdeep_static[];	/* deep.c with the runtime
 						 * double linked in, hidden */
-extern const char tests_real_cudart[];
+extern const char tests_real_cudart[];	/* the toolkit's libcudart.so.13 */
 extern const char tests_gpupoolctl[];	/* <O>/tools/gpupoolctl */
-extern const char tests_self[];		/* this program (ctl_run) */	/* the toolkit's libcudart.so.13 */
+extern const char tests_unwind_probe[];	/* unwind_probe.c: an IFUNC whose
+					 * resolver takes a backtrace */
+extern const char tests_entry_hardened[];	/* the dlsym entry, built with
+					 * branch protection (empty: none) */
 
 #endif

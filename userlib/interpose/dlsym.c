@@ -1,56 +1,204 @@
 // SPDX-License-Identifier: MIT
 /*
- * dlsym.c - dlsym(), for the programs that reach CUDA through a handle:
- * XLA (TensorFlow, JAX) takes cuMemHostAlloc with dlsym() on libcuda.so.1,
- * the runtime takes cuGetProcAddress_v2 so, Python's ctypes takes
- * cudaHostAlloc so.  A pointer dlsym() finds is swapped for ours when it
- * is the real address of an entry point we wrap (driver.c, runtime.c).
+ * dlsym.c - dlsym() and dlvsym(), for the programs that reach CUDA through
+ * a handle: XLA (TensorFlow, JAX) takes cuMemHostAlloc with dlsym() on
+ * libcuda.so.1, the runtime takes cuGetProcAddress_v2 so, Python's ctypes
+ * takes cudaHostAlloc so, and dlvsym() asks the same by version.  A
+ * pointer found is swapped for ours when it is the real address of an
+ * entry point we wrap (driver.c, runtime.c).
  *
- * dlsym() must stay what it is for everyone else, and it answers by who
- * calls it: RTLD_NEXT means "after the caller's object", and glibc reads
- * the caller from the return address.  So the entry is a few instructions
- * of assembly that jump (never call) to the real dlsym for RTLD_NEXT and
- * RTLD_DEFAULT (those find our own definitions first anyway), and to
- * ip_dlsym_handle for a handle, which reads the caller there: lookups by
+ * Both must stay what they are for everyone else, and they answer by who
+ * calls them: RTLD_NEXT means "after the caller's object", and glibc reads
+ * the caller from the return address.  So their entries are a few
+ * instructions of assembly (dlsym_x86_64.S, dlsym_aarch64.S) that jump
+ * (never call) to the real function for RTLD_NEXT and RTLD_DEFAULT (those
+ * find our own definitions first anyway), and to ip_dlsym_handle /
+ * ip_dlvsym_handle for a handle, which read the caller here: lookups by
  * this library itself (libgpupool's, inside it) are never swapped.
  *
- * glibc has two versions of dlsym: GLIBC_2.34 (libc.so.6) and the older
+ * glibc has two versions of each: GLIBC_2.34 (libc.so.6) and the older
  * one of libdl (GLIBC_2.2.5 on x86_64, GLIBC_2.17 on aarch64); a program
- * binds the one it was linked against, so the entry has both.  Other
+ * binds the one it was linked against, so the entries have both.  Other
  * architectures have no entry: the dlsym() way in is then not covered.
+ *
+ * The real functions are the next definitions after this library, found
+ * with dlvsym(RTLD_NEXT); but our own references to dlvsym bind to our
+ * own entry, so the first dlvsym is libc's, read from libc's dynamic
+ * symbol table (ip_libc_dlvsym).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
+#include <gnu/libc-version.h>
+#include <link.h>
 #include <string.h>
 
 #include "interpose.h"
 
 typedef void *(*ip_dlsym_fn)(void *, const char *);
+typedef void *(*ip_dlvsym_fn)(void *, const char *, const char *);
 
-/* The real dlsym (read by the entry's assembly). */
+#if defined(__aarch64__)
+#define IP_GLIBC_OLD	"GLIBC_2.17"
+#else
+#define IP_GLIBC_OLD	"GLIBC_2.2.5"
+#endif
+
+/* The real functions (read by the entries' assembly). */
 __attribute__((visibility("hidden"))) ip_dlsym_fn ip_real_dlsym;
+__attribute__((visibility("hidden"))) ip_dlvsym_fn ip_real_dlvsym;
 
-/* Not instrumented: a sanitizer's runtime looks up the functions it
- * intercepts with dlsym(RTLD_NEXT) before its shadow memory exists.
+/*
+ * Not instrumented, nor anything they call: a sanitizer's runtime looks
+ * up the functions it intercepts with dlsym(RTLD_NEXT) before its shadow
+ * memory exists.
  */
-__attribute__((visibility("hidden"))) ip_dlsym_fn ip_dlsym_resolve(void);
-__attribute__((no_sanitize("address", "thread", "undefined")))
+#define IP_BARE __attribute__((no_sanitize("address", "thread", "undefined")))
+
+IP_BARE static int ip_same(const char *a, const char *b)
+{
+	while (*a && *a == *b) {
+		a++;
+		b++;
+	}
+	return *a == *b;
+}
+
+IP_BARE static uint32_t ip_gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+
+	while (*s)
+		h = h * 33 + (unsigned char)*s++;
+	return h;
+}
+
+/* The dynamic section's pointer: relocated by ld.so on most targets. */
+IP_BARE static const void *ip_dyn_ptr(const struct link_map *lm, ElfW(Addr) p)
+{
+	return (const void *)(p < lm->l_addr ? p + lm->l_addr : p);
+}
+
+/* Does symbol i have version `version` (its verdef's name)? */
+IP_BARE static int ip_has_version(const char *strtab, const ElfW(Versym) *versym,
+				  const ElfW(Verdef) *vd, uint32_t i,
+				  const char *version)
+{
+	unsigned int ndx = versym[i] & 0x7fff;
+
+	for (; vd; vd = vd->vd_next ? (const void *)((const char *)vd + vd->vd_next) : NULL)
+		if (vd->vd_ndx == ndx) {
+			const ElfW(Verdaux) *a = (const void *)((const char *)vd + vd->vd_aux);
+
+			return ip_same(strtab + a->vda_name, version);
+		}
+	return 0;
+}
+
+/* name@version in libc's dynamic symbol table (its GNU hash), or NULL. */
+IP_BARE static void *ip_libc_sym(const char *name, const char *version)
+{
+	const ElfW(Sym) *symtab = NULL;
+	const ElfW(Versym) *versym = NULL;
+	const ElfW(Verdef) *verdef = NULL;
+	const uint32_t *gh = NULL, *buckets, *chain;
+	const char *strtab = NULL;
+	struct link_map *lm = NULL;
+	const ElfW(Dyn) *d;
+	uint32_t h, i;
+	Dl_info info;
+
+	if (!dladdr1((void *)gnu_get_libc_version, &info, (void **)&lm,
+		     RTLD_DL_LINKMAP) || !lm)
+		return NULL;
+	for (d = lm->l_ld; d->d_tag != DT_NULL; d++) {
+		if (d->d_tag == DT_SYMTAB)
+			symtab = ip_dyn_ptr(lm, d->d_un.d_ptr);
+		else if (d->d_tag == DT_STRTAB)
+			strtab = ip_dyn_ptr(lm, d->d_un.d_ptr);
+		else if (d->d_tag == DT_GNU_HASH)
+			gh = ip_dyn_ptr(lm, d->d_un.d_ptr);
+		else if (d->d_tag == DT_VERSYM)
+			versym = ip_dyn_ptr(lm, d->d_un.d_ptr);
+		else if (d->d_tag == DT_VERDEF)
+			verdef = ip_dyn_ptr(lm, d->d_un.d_ptr);
+	}
+	if (!symtab || !strtab || !gh || !versym || !verdef)
+		return NULL;
+	/* nbuckets, symoffset, bloom words, shift; bloom, buckets, chain. */
+	buckets = (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + gh[2]);
+	chain = buckets + gh[0] - gh[1];
+	h = ip_gnu_hash(name);
+	for (i = buckets[h % gh[0]]; i >= gh[1]; i++) {
+		const ElfW(Sym) *s = &symtab[i];
+
+		if ((chain[i] | 1) == (h | 1) && s->st_shndx != SHN_UNDEF &&
+		    ip_same(strtab + s->st_name, name) &&
+		    ip_has_version(strtab, versym, verdef, i, version))
+			return (void *)(lm->l_addr + s->st_value);
+		if (chain[i] & 1)
+			break;
+	}
+	return NULL;
+}
+
+IP_BARE static void *ip_libc_dlvsym(const void *unused)
+{
+	(void)unused;
+	return ip_libc_sym("dlvsym", "GLIBC_2.34");
+}
+
+/* The next definition of name after this library, at glibc's version. */
+IP_BARE static void *ip_next(const char *name)
+{
+	static void *boot;
+	ip_dlvsym_fn dlvsym_libc = (ip_dlvsym_fn)ip_bind(&boot, ip_libc_dlvsym, NULL);
+	void *p = NULL;
+
+	if (dlvsym_libc) {
+		p = dlvsym_libc(RTLD_NEXT, name, "GLIBC_2.34");
+		if (!p)
+			p = dlvsym_libc(RTLD_NEXT, name, IP_GLIBC_OLD);
+	}
+	return p;
+}
+
+IP_BARE static void *ip_next_dlsym(const void *unused)
+{
+	(void)unused;
+	return ip_next("dlsym");
+}
+
+IP_BARE static void *ip_next_dlvsym(const void *unused)
+{
+	(void)unused;
+	return ip_next("dlvsym");
+}
+
+/* The entries' binders (their slow path). */
+IP_BARE __attribute__((visibility("hidden"))) ip_dlsym_fn ip_dlsym_resolve(void);
 ip_dlsym_fn ip_dlsym_resolve(void)
 {
-	ip_dlsym_fn real = __atomic_load_n(&ip_real_dlsym, __ATOMIC_ACQUIRE);
+	return (ip_dlsym_fn)ip_bind((void **)&ip_real_dlsym, ip_next_dlsym, NULL);
+}
 
-	if (real)
-		return real;
-	*(void **)&real = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-#if defined(__x86_64__)
-	if (!real)
-		*(void **)&real = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-#elif defined(__aarch64__)
-	if (!real)
-		*(void **)&real = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
-#endif
-	__atomic_store_n(&ip_real_dlsym, real, __ATOMIC_RELEASE);
-	return real;
+IP_BARE __attribute__((visibility("hidden"))) ip_dlvsym_fn ip_dlvsym_resolve(void);
+ip_dlvsym_fn ip_dlvsym_resolve(void)
+{
+	return (ip_dlvsym_fn)ip_bind((void **)&ip_real_dlvsym, ip_next_dlvsym, NULL);
+}
+
+/* What a lookup by caller found, p, for name: ours when we wrap it. */
+static void *ip_swap_found(void *p, const char *name, const void *caller)
+{
+	void *q;
+
+	if (!p || !name || !ip_wraps(name) || ip_is_self(caller))
+		return p;
+	q = strncmp(name, "cuda", 4) ? ip_driver_swap(p) : ip_runtime_swap(p, name);
+	dlerror();	/* the lookups above may have left a message: the
+			 * lookup found what it was asked for */
+	return q;
 }
 
 __attribute__((visibility("hidden"))) void *ip_dlsym_handle(void *handle,
@@ -59,71 +207,17 @@ void *ip_dlsym_handle(void *handle, const char *name)
 {
 	/* Reached by a jump: this is the caller of dlsym(). */
 	void *caller = __builtin_return_address(0);
-	void *p = ip_dlsym_resolve()(handle, name), *q;
 
-	if (!p || !name || !ip_wraps(name) || ip_is_self(caller))
-		return p;
-	q = strncmp(name, "cuda", 4) ? ip_driver_swap(p) :
-	    ip_runtime_swap(p, name);
-	dlerror();	/* the lookups above may have left a message: dlsym()
-			 * found what it was asked for */
-	return q;
+	return ip_swap_found(ip_dlsym_resolve()(handle, name), name, caller);
 }
 
-#if defined(__x86_64__)
-__asm__(".text\n"
-	".globl ip_dlsym_entry\n"
-	".globl ip_dlsym_entry_old\n"
-	".type ip_dlsym_entry, @function\n"
-	".type ip_dlsym_entry_old, @function\n"
-	"ip_dlsym_entry:\n"
-	"ip_dlsym_entry_old:\n"
-	"	cmpq $-1, %rdi\n"		/* RTLD_NEXT */
-	"	je 1f\n"
-	"	testq %rdi, %rdi\n"		/* RTLD_DEFAULT */
-	"	je 1f\n"
-	"	jmp ip_dlsym_handle\n"
-	"1:	movq ip_real_dlsym(%rip), %rax\n"
-	"	testq %rax, %rax\n"
-	"	jz 2f\n"
-	"	jmp *%rax\n"
-	"2:	pushq %rdi\n"			/* keeps the stack 16-aligned */
-	"	pushq %rsi\n"			/* at the call, with the pad */
-	"	subq $8, %rsp\n"
-	"	call ip_dlsym_resolve\n"
-	"	addq $8, %rsp\n"
-	"	popq %rsi\n"
-	"	popq %rdi\n"
-	"	jmp *%rax\n"
-	".size ip_dlsym_entry, .-ip_dlsym_entry\n"
-	".size ip_dlsym_entry_old, .-ip_dlsym_entry_old\n"
-	".symver ip_dlsym_entry, dlsym@@GLIBC_2.34\n"
-	".symver ip_dlsym_entry_old, dlsym@GLIBC_2.2.5\n");
-#elif defined(__aarch64__)
-__asm__(".text\n"
-	".globl ip_dlsym_entry\n"
-	".globl ip_dlsym_entry_old\n"
-	".type ip_dlsym_entry, %function\n"
-	".type ip_dlsym_entry_old, %function\n"
-	"ip_dlsym_entry:\n"
-	"ip_dlsym_entry_old:\n"
-	"	cmn x0, #1\n"			/* RTLD_NEXT */
-	"	b.eq 1f\n"
-	"	cbz x0, 1f\n"			/* RTLD_DEFAULT */
-	"	b ip_dlsym_handle\n"
-	"1:	adrp x16, ip_real_dlsym\n"
-	"	ldr x16, [x16, :lo12:ip_real_dlsym]\n"
-	"	cbz x16, 2f\n"
-	"	br x16\n"
-	"2:	stp x29, x30, [sp, #-32]!\n"	/* x30: the caller's return */
-	"	stp x0, x1, [sp, #16]\n"
-	"	bl ip_dlsym_resolve\n"
-	"	mov x16, x0\n"
-	"	ldp x0, x1, [sp, #16]\n"
-	"	ldp x29, x30, [sp], #32\n"
-	"	br x16\n"
-	".size ip_dlsym_entry, .-ip_dlsym_entry\n"
-	".size ip_dlsym_entry_old, .-ip_dlsym_entry_old\n"
-	".symver ip_dlsym_entry, dlsym@@GLIBC_2.34\n"
-	".symver ip_dlsym_entry_old, dlsym@GLIBC_2.17\n");
-#endif
+__attribute__((visibility("hidden"))) void *ip_dlvsym_handle(void *handle,
+							     const char *name,
+							     const char *version);
+void *ip_dlvsym_handle(void *handle, const char *name, const char *version)
+{
+	void *caller = __builtin_return_address(0);
+
+	return ip_swap_found(ip_dlvsym_resolve()(handle, name, version), name,
+			     caller);
+}
