@@ -9,9 +9,10 @@
  * runtime's symbol versions), driver.c the driver's by symbol, by
  * cuGetProcAddress and by the runtime's cudaGetDriverEntryPoint, dlsym.c
  * dlsym() and dlvsym() on a handle.  Whatever the way in, a request ends
- * in serve.c, which says what to do with it: the pool served it, call the
- * real function, or answer an error (errors.c keeps such an error where
- * cudaGetLastError finds it).  state.c has the settings and the pool (a
+ * in serve.c, which says what to do with it: the pool served it (or
+ * cache.c, a thread's freed buffers), call the real function, or answer
+ * an error (errors.c keeps such an error where cudaGetLastError finds
+ * it).  state.c has the settings and the pool (a
  * libgpupool context, opened on first use and again in a child of
  * fork()) and the report; counters.c the figures; inherit.c what a child
  * inherited; objects.c finds the real functions' objects.  A buffer's
@@ -111,6 +112,21 @@ void ip_counters_snapshot(struct gp_interpose_stats *st);
 void ip_counters_reset(void);
 void ip_say_once(int why, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* cache.c: a thread's freed pool buffers, served again without the pools'
+ * lock.  take: one of the calling thread's for size and flags (1), made
+ * live.  track: a buffer the pool served, live.  put: a free (its size
+ * when kept or refused), holds: is ptr a cached (freed) buffer.  flush:
+ * the calling thread's back to the pool (how many); forget: all of them,
+ * in a child of fork() (they are the parent's).
+ */
+enum ip_cached { IP_NOT_CACHED, IP_KEPT, IP_FREED_TWICE };
+int ip_cache_take(size_t size, unsigned int flags, void **ptr);
+void ip_cache_track(void *ptr, size_t size, unsigned int flags);
+enum ip_cached ip_cache_put(void *ptr, uint64_t *size);
+int ip_cache_holds(const void *ptr);
+unsigned int ip_cache_flush(void);
+void ip_cache_forget(void);
 
 /* Every pool buffer's tag (gp_host_alloc_tagged): this bit and its flags. */
 #define IP_TAG_MARK	0x100u

@@ -23,7 +23,8 @@
  *
  * The hot path, a request that fits a cached segment, makes no CUDA call
  * and no system call, and takes the pools' lock once: a buffer's flags are
- * its chunk's tag.
+ * its chunk's tag.  A thread's request of the size and flags of a buffer
+ * it freed takes none (cache.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -85,9 +86,16 @@ enum ip_verdict ip_alloc(void **ptr, size_t size, unsigned int flags,
 	ctx = ip_pool();
 	if (!ctx)
 		return ip_cannot(GP_INTERPOSE_UNAVAILABLE, size, ip_pool_why());
-	ret = gp_host_alloc_tagged(ctx, size, IP_TAG_MARK | flags, &p);
-	if (ret)
-		return ip_cannot(ip_why_of(ret), size, gp_last_error(ctx));
+	if (!ip_cache_take(size, flags, &p)) {
+		ret = gp_host_alloc_tagged(ctx, size, IP_TAG_MARK | flags, &p);
+		/* Full or at a limit: the thread's cached buffers first. */
+		if ((ip_why_of(ret) == GP_INTERPOSE_POOL_FULL ||
+		     ip_why_of(ret) == GP_INTERPOSE_LIMIT) && ip_cache_flush())
+			ret = gp_host_alloc_tagged(ctx, size, IP_TAG_MARK | flags, &p);
+		if (ret)
+			return ip_cannot(ip_why_of(ret), size, gp_last_error(ctx));
+		ip_cache_track(p, size, flags);
+	}
 	ip_count_served(size, driver);
 	*ptr = p;
 	return IP_DONE;
@@ -117,6 +125,16 @@ enum ip_verdict ip_free(void *ptr)
 
 	if (!ptr || ip_mode() == GP_INTERPOSE_OFF)
 		return IP_REAL;
+	switch (ip_cache_put(ptr, &size)) {
+	case IP_KEPT:
+		ip_count_freed(size);
+		return IP_DONE;
+	case IP_FREED_TWICE:
+		ip_count(IP_BAD_FREE);
+		return IP_INVALID;
+	case IP_NOT_CACHED:
+		break;
+	}
 	ret = ctx ? gp_host_free_tagged(ctx, ptr, &tag, &size) : -ENOENT;
 	if (!ret) {
 		ip_count_freed(size);
@@ -145,6 +163,8 @@ static enum ip_verdict ip_query(void *ptr, unsigned int *flags)
 	if (ip_mode() == GP_INTERPOSE_OFF)
 		return IP_REAL;
 	ret = ip_lookup(ptr, &base, &tag);
+	if (!ret && ip_cache_holds((void *)(uintptr_t)base))
+		return IP_INVALID;	/* freed, kept by a thread's cache */
 	if (!ret) {
 		*flags = (unsigned int)tag & IP_POOL_FLAGS;
 		return IP_DONE;

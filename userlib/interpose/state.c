@@ -74,6 +74,7 @@ static void ip_fork_parent(void)
 static void ip_fork_child(void)
 {
 	ip_inherit_child(IP.ctx);
+	ip_cache_forget();
 	ip_counters_reset();
 	__atomic_store_n(&IP.ready, 0, __ATOMIC_RELEASE);
 	IP.ctx = NULL;
