@@ -56,6 +56,10 @@ static struct {
 
 static const char *const ip_mode_names[] = { "fallback", "strict", "off" };
 
+/* Lock order: ip_lock, then the host pools' lock (inherit.c takes it),
+ * both held across fork() so that the child's copies are free; nothing
+ * takes ip_lock with the host lock held (docs/design.md).
+ */
 static void ip_fork_prepare(void)
 {
 	pthread_mutex_lock(&ip_lock);
