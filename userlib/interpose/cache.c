@@ -32,10 +32,10 @@
 #include "host/host.h"
 #include "interpose.h"
 
-#ifndef IP_CACHE_SLOTS	/* -DIP_CACHE_SLOTS=0: no cache (to measure without) */
 #define IP_CACHE_SLOTS	4
-#endif
+#ifndef IP_CACHE_BYTES	/* -DIP_CACHE_BYTES=0: nothing kept (to measure without) */
 #define IP_CACHE_BYTES	(64ull << 20)
+#endif
 #define IP_TABLE_SLOTS	4096		/* a power of two */
 #define IP_PROBE	16
 #define IP_EMPTY	((uintptr_t)0)
