@@ -39,6 +39,15 @@ CSTD      := -std=gnu11
 OPT       ?= -O2 -g
 CPPFLAGS  += -I$(TOP)/include -I$(TOP)/include/uapi
 CFLAGS    += $(CSTD) $(WARN) $(OPT) -fno-strict-aliasing
+# arm64: pointer authentication and BTI landing pads, Debian's arm64
+# hardening (dpkg-buildflags' hardening=+branch from Debian 13 on, which
+# debian/rules adds on Debian 12): in every arm64 build, unless CFLAGS
+# already chose a -mbranch-protection.
+ifeq ($(TARGET_ARCH_NAME),aarch64)
+ifeq (,$(filter -mbranch-protection=%,$(CFLAGS)))
+CFLAGS    += -mbranch-protection=standard
+endif
+endif
 # Tests run under AddressSanitizer and UndefinedBehaviorSanitizer.
 SANFLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
