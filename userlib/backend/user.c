@@ -228,6 +228,29 @@ static int gp_user_settle(struct gp_ctx *ctx, struct gp_seg *seg, int ret,
 }
 
 /*
+ * Reserves size bytes of address space (PROT_NONE) from a 2 MiB boundary,
+ * for a segment's mappings to replace: where shmem THP can map huge pages
+ * (the address and the file offset agree), and a whole number of pages on
+ * every page size, whatever mmap aligns a file's mapping to by itself.
+ * NULL, errno set, on failure.
+ */
+static char *gp_user_reserve(uint64_t size)
+{
+	char *raw, *base;
+
+	raw = mmap(NULL, size + GP_HUGE_PAGE, PROT_NONE, MAP_PRIVATE |
+		   MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	base = (char *)(((uintptr_t)raw + GP_HUGE_PAGE - 1) &
+			~(uintptr_t)(GP_HUGE_PAGE - 1));
+	if (base > raw)
+		munmap(raw, (size_t)(base - raw));
+	munmap(base + size, (size_t)(raw + GP_HUGE_PAGE - base));
+	return base;
+}
+
+/*
  * A pool segment of normal pages for several threads: a memfd per thread,
  * mapped side by side in a range reserved first, so that each thread
  * writes a file of its own (a file's writes take turns on its lock) and
@@ -240,22 +263,13 @@ static int gp_user_map_parts(struct gp_ctx *ctx, struct gp_seg *seg,
 	uint64_t part = gp_part_size(ctx, size, threads), off, len;
 	unsigned int parts = (unsigned int)((size + part - 1) / part), i, nfd = 0;
 	int fds[GP_POPULATE_MAX_THREADS];
-	char *raw, *base;
+	char *base;
 	int e, ret;
 
-	/* 2 MiB more, to start at a huge page's boundary (shmem THP maps a
-	 * huge page only where the address and the file offset agree).
-	 */
-	raw = mmap(NULL, size + GP_HUGE_PAGE, PROT_NONE, MAP_PRIVATE |
-		   MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (raw == MAP_FAILED)
+	base = gp_user_reserve(size);
+	if (!base)
 		return gp_err(ctx, -errno, "reserving %llu bytes: %s",
 			      (unsigned long long)size, strerror(errno));
-	base = (char *)(((uintptr_t)raw + GP_HUGE_PAGE - 1) &
-			~(uintptr_t)(GP_HUGE_PAGE - 1));
-	if (base > raw)
-		munmap(raw, (size_t)(base - raw));
-	munmap(base + size, (size_t)(raw + GP_HUGE_PAGE - base));
 	for (i = 0, off = 0; i < parts; i++, off += part) {
 		len = size - off < part ? size - off : part;
 		fds[i] = memfd_create("gpupool", MFD_CLOEXEC);
@@ -339,17 +353,21 @@ static int gp_user_memfd(uint64_t size, bool huge, int *fd, void **addr)
 	unsigned int flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
 	int e;
 
+	*addr = NULL;
 	if (huge)
 		flags |= MFD_HUGETLB | MFD_HUGE_2MB;
 	*fd = memfd_create("gpupool", flags);
 	if (*fd < 0)
 		return -errno;
 	if (ftruncate(*fd, (off_t)size) == 0) {
-		*addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-		if (*addr != MAP_FAILED)
+		*addr = gp_user_reserve(size);
+		if (*addr && mmap(*addr, size, PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_FIXED, *fd, 0) != MAP_FAILED)
 			return 0;
 	}
 	e = errno;
+	if (*addr)
+		munmap(*addr, size);
 	close(*fd);
 	return -e;
 }
