@@ -23,8 +23,11 @@
 #      beside the tree's build, and the suites start when it is done)
 #   5. the Debian packages: built, lintian, installed here (DKMS builds the
 #      module for both kernels), upgraded from an older build, the installed
-#      module loaded in a VM per kernel, purged (scripts/deb-check.sh)
-#   (once everything is built, 1-5 run in two lanes, one per core, in
+#      module loaded in a VM per kernel, purged (scripts/deb-check.sh);
+#      arm64's too, cross-built, lintian, DKMS for Debian's arm64 kernel
+#   6. the library's and the interposer's suites built for arm64, under
+#      qemu-aarch64 (scripts/arm64-user.sh)
+#   (once everything is built, 1-6 run in two lanes, one per core, in
 #   blocks: the host suites, each stock kernel's VM suites, the tenants'
 #   suites, the debug kernel's, the packages'; whichever lane is free
 #   takes the next block)
@@ -394,6 +397,13 @@ deb_block() {
 	"$top/scripts/deb-check.sh" $kvers
 }
 
+# The library's and the interposer's suites built for arm64, run here
+# under qemu-aarch64, UBSan alone (scripts/arm64-user.sh).
+arm64_user_block() {
+	step "arm64: libgpupool and the interposer under qemu-user (UBSan), and their branch protection"
+	"$top/scripts/arm64-user.sh"
+}
+
 # From here two lanes, one per core (a VM is one host thread at a time:
 # single-threaded TCG, see vm/run-vm.sh), take the blocks in turn: each
 # stock kernel's module suites (the host suites beside the first), the
@@ -416,6 +426,7 @@ run_block() {
 	podman) podman_block ;;
 	slurm) slurm_block ;;
 	deb) deb_block ;;
+	arm64-user) arm64_user_block ;;
 	vm-*) kernel_block "${1#vm-}" ;;
 	lib-*) lib_block "${1#lib-}" ;;
 	torch-*) torch_block "${1#torch-}" ;;
@@ -434,6 +445,7 @@ for k in $kvers; do
 	[ "$blocks" = " vm-$k" ] && blocks="$blocks host"
 done
 blocks="$blocks deb podman slurm"
+blocks="$blocks arm64-user"
 for suite in lib torch; do
 	for k in $kvers; do
 		blocks="$blocks $suite-$k"

@@ -59,12 +59,17 @@ demo_pkgs="gcc make libc6-dev perl kmod cpio
 # crossbuild-essential-arm64 (the arm64 packages, dpkg-buildpackage
 # --host-arch arm64), libc6-dev:arm64 (libc6:arm64, whose symbols
 # dpkg-shlibdeps reads for the arm64 packages, and whose loader runs the
-# arm64 programs under qemu-user), qemu-user (qemu-aarch64: the library's
-# and the interposer's suites for arm64 on this machine).  Debian's arm64
+# arm64 programs under qemu-user), libubsan1:arm64 (their UBSan runtime,
+# beside that libc: the cross toolchain's copies under
+# /usr/aarch64-linux-gnu are another glibc build, which must not mix with
+# it), qemu-user (qemu-aarch64: the library's and the interposer's suites
+# for arm64 on this machine) and qemu-user-binfmt (the arm64 programs those
+# tests exec go to it; registered below where no systemd did it).  Debian's arm64
 # kernel headers cannot be installed here: scripts/arm64-kernel.sh
 # unpacks them, below.
 check_pkgs="build-essential ccache clang libclang-rt-14-dev bc flex bison xz-utils zstd
-      gcc-aarch64-linux-gnu crossbuild-essential-arm64 libc6-dev:arm64 qemu-user
+      gcc-aarch64-linux-gnu crossbuild-essential-arm64 libc6-dev:arm64 libubsan1:arm64
+      qemu-user qemu-user-binfmt
       libelf-dev libssl-dev
       linux-source-6.1
       dkms liburing-dev python3-numpy python3-pip python3-setuptools
@@ -132,6 +137,13 @@ needa64=""
 [ "$part" = demo ] || [ -n "$("$top/scripts/arm64-kernel.sh" list)" ] || needa64=1
 fetch_a64() {
 	[ -z "$needa64" ] || "$top/scripts/arm64-kernel.sh" fetch >/dev/null
+	# qemu-user-binfmt's entry, where no systemd-binfmt loaded it (a
+	# container): mounted and registered as root, else said.
+	b=/proc/sys/fs/binfmt_misc
+	[ "$part" = demo ] || [ -e $b/qemu-aarch64 ] && return 0
+	{ mountpoint -q $b || mount -t binfmt_misc binfmt_misc $b; } &&
+		cat /usr/lib/binfmt.d/qemu-aarch64.conf > $b/register ||
+		echo "deps: could not register qemu-aarch64 with binfmt_misc (as root: make deps)" >&2
 }
 
 if [ -z "$missing$need612$need72" ]; then
