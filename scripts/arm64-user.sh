@@ -90,6 +90,13 @@ echo "pass=$((1 - r)) fail=$r skip=0" > "$results/arm64-user-hardening.counts"
 # and every fork() spun forever in the child.
 unset QEMU_LD_PREFIX
 export TEST_RUNNER=qemu-aarch64
+# No gdb for them: this machine's would debug qemu, not the arm64 program
+# (tests/interpose/drv_entry's gdb test then skips, "no gdb").
+mkdir -p "$b/no-gdb"
+printf '#!/bin/sh\necho "gdb: none for arm64 programs under qemu-user" >&2\nexit 127\n' \
+	> "$b/no-gdb/gdb"
+chmod +x "$b/no-gdb/gdb"
+export PATH="$b/no-gdb:$PATH"
 export GPUPOOL_BACKEND=user
 st=0
 # read_file: qemu-user 7.2 has no io_uring and gives statx's
