@@ -249,11 +249,13 @@ static void gp_cg_prune_work(struct work_struct *work)
 	spin_unlock(&gp_cg_lock);
 }
 
-/* Refused by e's limit: what the refused file remembers. */
+/*
+ * Refused by e's limit: what the refused ALLOC knows of it (counted as a
+ * denial only if its retry, after asking for idle chunks, is refused
+ * too: gp_cg_count_denial()).
+ */
 static void gp_cg_note_denial(struct gp_cg *e, struct gp_denial *d)
 {
-	e->denials++;
-	gp_cg_denials++;
 	cgroup_get(e->cgrp);
 	d->cgrp = e->cgrp;
 	d->limit = e->limit;
@@ -261,6 +263,7 @@ static void gp_cg_note_denial(struct gp_cg *e, struct gp_denial *d)
 	d->chunks = e->chunks;
 	d->denials = e->denials;
 	d->dmem = false;
+	d->dmem_limit = NULL;
 }
 
 /* Take back a charge from e up to (not including) stop. */
@@ -379,13 +382,10 @@ static int gp_cg_charge_dmem(u64 size, struct gp_charge *ch,
 	/*
 	 * Over a dmem.max on the task's path.  dmem does not say whose; the
 	 * task's own cgroup is noted, and the library walks dmem.max up from
-	 * there (GPUPOOL_CGROUP_DMEM).
+	 * there (GPUPOOL_CGROUP_DMEM).  The state dmem gives is kept for the
+	 * ask for idle chunks (gp_cg_charged_under()).
 	 */
-	if (limit_pool)
-		dmem_cgroup_pool_state_put(limit_pool);
-	spin_lock(&gp_cg_lock);
-	gp_cg_denials++;
-	spin_unlock(&gp_cg_lock);
+	d->dmem_limit = limit_pool;
 	rcu_read_lock();
 	d->cgrp = task_dfl_cgroup(current);
 	if (!css_tryget(&d->cgrp->self))
@@ -445,10 +445,64 @@ void gp_cg_uncharge(struct gp_charge *ch, u64 size)
 	ch->cg = NULL;
 }
 
+/*
+ * The refusal d stands: counted (/proc's CgroupDenials, the limit's
+ * denials, which d then shows).  What only an ask needed of it goes.
+ */
+void gp_cg_count_denial(struct gp_denial *d)
+{
+	struct gp_cg *e;
+
+	spin_lock(&gp_cg_lock);
+	gp_cg_denials++;
+	e = d->dmem || !d->cgrp ? NULL : gp_cg_find(d->cgrp);
+	if (e)
+		d->denials = ++e->denials;
+	spin_unlock(&gp_cg_lock);
+#if IS_ENABLED(CONFIG_CGROUP_DMEM)
+	if (d->dmem_limit)
+		dmem_cgroup_pool_state_put(d->dmem_limit);
+#endif
+	d->dmem_limit = NULL;
+}
+
+/*
+ * Is a chunk charged as ch inside the subtree of the cgroup whose limit
+ * refused (d)?  For dmem, where dmem named the cgroup over its dmem.max:
+ * would dmem evict it for that one (in its subtree, above its dmem.min);
+ * else (the module's limits, or dmem that named none) is it charged in
+ * d's cgroup or below.  Never sleeps: the entries' parents and cgroups
+ * are fixed once made, and ch's reference keeps them.
+ */
+bool gp_cg_charged_under(const struct gp_charge *ch, const struct gp_denial *d)
+{
+	const struct gp_cg *e;
+
+#if IS_ENABLED(CONFIG_CGROUP_DMEM)
+	if (d->dmem && d->dmem_limit) {
+		bool low = false;
+
+		return ch->dmem &&
+		       dmem_cgroup_state_evict_valuable(d->dmem_limit, ch->dmem,
+							true, &low);
+	}
+#endif
+	if (!d->cgrp)
+		return false;
+	for (e = ch->cg; e; e = e->parent)
+		if (e->cgrp == d->cgrp)
+			return true;
+	return false;
+}
+
 void gp_denial_clear(struct gp_denial *d)
 {
 	if (d->cgrp)
 		cgroup_put(d->cgrp);
+#if IS_ENABLED(CONFIG_CGROUP_DMEM)
+	if (d->dmem_limit)
+		dmem_cgroup_pool_state_put(d->dmem_limit);
+#endif
 	memset(d, 0, sizeof(*d));
 }
 

@@ -138,6 +138,7 @@
 static void gp_chunk_release(struct kref *kref)
 {
 	struct gp_chunk *c = container_of(kref, struct gp_chunk, kref);
+	struct gp_idle *asked = gp_rc_gone(c);
 
 	/* A chunk counts against its allocator and its cgroups until its
 	 * last ref is gone.
@@ -145,6 +146,8 @@ static void gp_chunk_release(struct kref *kref)
 	gp_holder_uncharge(c->holder, c->size);
 	gp_cg_uncharge(&c->charge, c->size);
 	gp_pool_release_chunk(c);
+	/* In the pool's hands now (c may be gone): its asker may wake. */
+	gp_rc_given(asked);
 }
 
 void gp_chunk_get(struct gp_chunk *c)

@@ -17,6 +17,14 @@
  * erases under the same lock before dropping the owner's reference, so a
  * concurrent mmap or EXPORT of the same handle either gets its own
  * reference first (the mapping/fd keeps the chunk) or finds nothing.
+ * IDLE marks a chunk under the same lock, with the chunk still in the
+ * table, and whatever takes a chunk out of the table takes it out of
+ * idleness before dropping the owner's reference (gp_file_drop()), so
+ * a chunk freed while being marked idle is never left marked.
+ *
+ * An ALLOC refused by the pool or a cgroup limit asks other files for
+ * their idle chunks, waits, and tries once more (reclaim.c has the rules;
+ * gp_alloc_refused() the steps), off the path of an ALLOC served at once.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -26,6 +34,8 @@
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/numa.h>
+#include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/topology.h>
 #include <linux/uaccess.h>
@@ -46,6 +56,7 @@ struct gp_file {
 	struct gp_holder *holder;
 	spinlock_t denial_lock;
 	struct gp_denial denial;	/* the last ALLOC a cgroup refused */
+	struct gp_rc_file rc;		/* its idle chunks and asks (reclaim.c) */
 };
 
 static bool gp_zeroed(const void *p, size_t len)
@@ -76,6 +87,17 @@ static unsigned long gp_handle_id(u64 handle)
 	return handle >> PAGE_SHIFT;
 }
 
+/*
+ * The owner's reference to c goes, c out of the file's table already: out
+ * of idleness first (an asked chunk counts as given back when its last
+ * reference goes), then the put.
+ */
+static void gp_file_drop(struct gp_chunk *c)
+{
+	gp_rc_leave(c, false);
+	gp_chunk_put(c);
+}
+
 static long gp_ioctl_version(void __user *uarg)
 {
 	struct gpupool_version v;
@@ -95,7 +117,7 @@ static long gp_ioctl_version(void __user *uarg)
 	v.granularity = PAGE_SIZE;
 	v.nr_nodes = gp_nr_nodes;
 	v.node_mask = gp_pool_node_mask();
-	v.features = GPUPOOL_FEATURE_CGROUP |
+	v.features = GPUPOOL_FEATURE_CGROUP | GPUPOOL_FEATURE_RECLAIM |
 		     (gp_cg_dmem ? GPUPOOL_FEATURE_DMEM : 0);
 
 	if (copy_to_user(uarg, &v, sizeof(v)))
@@ -115,10 +137,12 @@ static void gp_file_note_denial(struct gp_file *f, struct gp_denial *d)
 	gp_denial_clear(&old);
 }
 
-/* A cgroup limit refused an ALLOC: said in the log and kept for the file. */
-static noinline void gp_alloc_refused(struct gp_file *f, u64 size,
-				      struct gp_denial *d)
+/* A cgroup limit refused an ALLOC: counted, said in the log and kept for
+ * the file (which takes d's references).
+ */
+static void gp_alloc_denied(struct gp_file *f, u64 size, struct gp_denial *d)
 {
+	gp_cg_count_denial(d);
 	if (d->dmem)
 		pr_info_ratelimited("pid %d (%s): allocation of %llu kB refused by a dmem.max on its cgroup's path\n",
 				    task_tgid_vnr(current), current->comm,
@@ -132,24 +156,21 @@ static noinline void gp_alloc_refused(struct gp_file *f, u64 size,
 
 /*
  * Charge an ALLOC: the process's allowance (-EDQUOT), then its cgroups'
- * limits (-ENOSPC); undone by gp_alloc_uncharge().  Inlined into the
- * ALLOC (below); the refusal's report stays out of line.
+ * limits (-ENOSPC, d filled: the caller's to count or clear); undone by
+ * gp_alloc_uncharge().
  */
 static __always_inline int gp_alloc_charge(struct gp_file *f, u64 size,
-					    struct gp_charge *ch)
+					    struct gp_charge *ch,
+					    struct gp_denial *d)
 {
-	struct gp_denial d;		/* filled by a refusal only */
 	int ret;
 
 	ret = gp_holder_charge(f->holder, size);
 	if (ret)
 		return ret;
-	ret = gp_cg_charge(size, ch, &d);
-	if (unlikely(ret)) {
-		if (ret == -ENOSPC)
-			gp_alloc_refused(f, size, &d);
+	ret = gp_cg_charge(size, ch, d);
+	if (unlikely(ret))
 		gp_holder_uncharge(f->holder, size);
-	}
 	return ret;
 }
 
@@ -158,6 +179,107 @@ static void gp_alloc_uncharge(struct gp_file *f, u64 size,
 {
 	gp_cg_uncharge(ch, size);
 	gp_holder_uncharge(f->holder, size);
+}
+
+/* One ALLOC as dev.c runs it: the request, and what its tries found. */
+struct gp_alloc_req {
+	struct gpupool_alloc a;
+	bool strict;
+	bool final;		/* a refusal is the answer: no ask follows */
+	bool by_pool;		/* the pool refused (not a charge) */
+	struct gp_denial d;	/* a cgroup limit refused: which */
+};
+
+/*
+ * One try: charge, then a chunk from the pool (a refusal there counted
+ * and traced only when final).  -ENOSPC leaves the refusal in r->d.
+ */
+static __always_inline int gp_alloc_try(struct gp_file *f,
+					struct gp_alloc_req *r,
+					struct gp_chunk **c)
+{
+	u64 size = PAGE_ALIGN(r->a.size);
+	struct gp_charge ch;
+	int ret;
+
+	ret = gp_alloc_charge(f, size, &ch, &r->d);
+	if (unlikely(ret)) {
+		if (ret == -ENOMEM)	/* more than anyone can hold */
+			gp_pool_count_failure(r->strict ? r->a.node :
+					      numa_node_id());
+		return ret;
+	}
+	ret = gp_pool_alloc(r->a.size, r->strict ? r->a.node : numa_node_id(),
+			    r->strict, r->final, f->holder, &ch, c);
+	if (unlikely(ret)) {
+		gp_alloc_uncharge(f, size, &ch);
+		r->by_pool = ret == -ENOMEM;
+	}
+	return ret;
+}
+
+/* What an ALLOC refused (ret) looks for among other files' idle chunks. */
+static void gp_alloc_want(const struct gp_alloc_req *r, int ret,
+			  struct gp_rc_want *w)
+{
+	u64 size = PAGE_ALIGN(r->a.size);
+
+	w->size = size;
+	w->refusal = ret;
+	w->nid = r->strict ? (int)r->a.node : NUMA_NO_NODE;
+	w->limit = &r->d;
+	if (ret == -ENOMEM)
+		w->need = gp_pool_shortfall(size, w->nid, r->strict);
+	else if (r->d.dmem)	/* dmem does not say by how much */
+		w->need = size;
+	else if (r->d.limit >= size)
+		w->need = r->d.usage + size - r->d.limit;
+	else			/* the limit never holds it: ask nothing */
+		w->need = U64_MAX;
+}
+
+/*
+ * The ALLOC's first try was refused (ret).  Unless that is the answer
+ * (not the pool's or a cgroup limit's refusal, GPUPOOL_ALLOC_NO_RECLAIM,
+ * nothing idle anywhere: r->final), ask other files for idle chunks,
+ * wait, and try once more.  What was found and asked is the file's
+ * report either way.  0 with the chunk, or the refusal that stands
+ * (counted and said, as for any ALLOC).
+ */
+static noinline int gp_alloc_refused(struct file *file, struct gp_file *f,
+				     struct gp_alloc_req *r, int ret,
+				     struct gp_chunk **c)
+{
+	struct gp_rc_want w;
+	int asked;
+
+	if (ret == -ENOSPC || (ret == -ENOMEM && r->by_pool)) {
+		gp_alloc_want(r, ret, &w);
+		asked = gp_rc_ask(file, &f->rc, &w, !r->final);
+		if (asked == -ENOENT) {
+			/* Nothing asked: the first refusal stands (the
+			 * pool's counted already when it was final).
+			 */
+			if (r->by_pool && !r->final)
+				gp_pool_refused(r->a.size, r->strict ?
+						r->a.node : numa_node_id(),
+						f->holder, 0);
+		} else {
+			if (ret == -ENOSPC)
+				gp_denial_clear(&r->d);
+			ret = asked;	/* -EINTR: killed while waiting */
+			if (!ret) {
+				/* One more try, whose refusal stands. */
+				r->final = true;
+				r->by_pool = false;
+				ret = gp_alloc_try(f, r, c);
+			}
+		}
+		gp_rc_result(&f->rc, ret);
+	}
+	if (ret == -ENOSPC)
+		gp_alloc_denied(f, PAGE_ALIGN(r->a.size), &r->d);
+	return ret;
 }
 
 /*
@@ -191,67 +313,66 @@ static __always_inline int gp_file_insert(struct gp_file *f,
  * were charged to cgroups but gp_cg_charge() and its lock (section 5 of
  * the module benchmark, bench/README.md, measures what they add).
  */
-static __always_inline long gp_ioctl_alloc(struct gp_file *f,
+static __always_inline long gp_ioctl_alloc(struct file *file,
+					   struct gp_file *f,
 					   void __user *uarg)
 {
-	struct gpupool_alloc a;
-	struct gp_charge ch;
+	struct gp_alloc_req r;
 	struct gp_chunk *c;
-	bool strict;
 	u32 id;
 	int ret;
 
-	if (copy_from_user(&a, uarg, sizeof(a)))
+	if (copy_from_user(&r.a, uarg, sizeof(r.a)))
 		return -EFAULT;
-	if (a.flags & ~GPUPOOL_ALLOC_VALID_FLAGS)
+	if (r.a.flags & ~GPUPOOL_ALLOC_VALID_FLAGS)
 		return -EINVAL;
-	if (a.pad || !gp_zeroed(a.reserved, sizeof(a.reserved)))
+	if (r.a.pad || !gp_zeroed(r.a.reserved, sizeof(r.a.reserved)))
 		return -EINVAL;
-	strict = a.flags & GPUPOOL_ALLOC_NODE;
-	if (!strict && a.node)
+	r.strict = r.a.flags & GPUPOOL_ALLOC_NODE;
+	if (!r.strict && r.a.node)
 		return -EINVAL;
-	if (strict && a.node >= GP_MAX_NID)
+	if (r.strict && r.a.node >= GP_MAX_NID)
 		return -ENODEV;
-	if (!a.size)
+	if (!r.a.size)
 		return -EINVAL;
-	if (a.size > U64_MAX - PAGE_SIZE) {
+	if (r.a.size > U64_MAX - PAGE_SIZE) {
 		/* Rounding would overflow: no pool holds it. */
-		gp_pool_count_failure(strict ? a.node : numa_node_id());
+		gp_pool_count_failure(r.strict ? r.a.node : numa_node_id());
 		return -ENOMEM;
 	}
 
-	ret = gp_alloc_charge(f, PAGE_ALIGN(a.size), &ch);
-	if (ret == -ENOMEM)	/* more than anyone can hold */
-		gp_pool_count_failure(strict ? a.node : numa_node_id());
-	if (ret)
-		return ret;
-	ret = gp_pool_alloc(a.size, strict ? a.node : numa_node_id(), strict,
-			    f->holder, &ch, &c);
-	if (ret) {
-		gp_alloc_uncharge(f, PAGE_ALIGN(a.size), &ch);
-		return ret;
+	r.final = (r.a.flags & GPUPOOL_ALLOC_NO_RECLAIM) || !gp_rc_possible();
+	r.by_pool = false;
+	ret = gp_alloc_try(f, &r, &c);
+	if (unlikely(ret)) {
+		ret = gp_alloc_refused(file, f, &r, ret, &c);
+		if (ret)
+			return ret;
 	}
 
 	/* Read c before it is in the table: from then on a FREE of a guessed
 	 * handle, on another thread, may drop the only reference.
 	 */
-	a.chunk_size = c->size;
-	a.chunk_node = c->node->nid;
+	r.a.chunk_size = c->size;
+	r.a.chunk_node = c->node->nid;
 	ret = gp_file_insert(f, c, &id);
 	if (ret)
 		goto out_put_chunk;
 
-	a.handle = (u64)id << PAGE_SHIFT;
-	if (copy_to_user(uarg, &a, sizeof(a))) {
+	r.a.handle = (u64)id << PAGE_SHIFT;
+	if (copy_to_user(uarg, &r.a, sizeof(r.a))) {
 		ret = -EFAULT;
 		goto out_erase;
 	}
 	return 0;
 
 out_erase:
-	/* Gone only if still ours: a guessed FREE may have raced us. */
-	if (xa_cmpxchg(&f->chunks, id, c, NULL, GFP_KERNEL) != c)
-		return ret;
+	/* Gone only if still ours: a guessed FREE may have raced us (and a
+	 * guessed IDLE marked it: gp_file_drop() undoes that).
+	 */
+	if (xa_cmpxchg(&f->chunks, id, c, NULL, GFP_KERNEL) == c)
+		gp_file_drop(c);
+	return ret;
 out_put_chunk:
 	gp_chunk_put(c);
 	return ret;
@@ -276,7 +397,89 @@ static long gp_ioctl_free(struct gp_file *f, void __user *uarg)
 	c = xa_erase(&f->chunks, id);
 	if (!c)
 		return -EINVAL;
-	gp_chunk_put(c);
+	gp_file_drop(c);
+	return 0;
+}
+
+/* Mark a chunk of the file idle, or busy again (GPUPOOL_IOC_IDLE). */
+static long gp_ioctl_idle(struct gp_file *f, void __user *uarg)
+{
+	struct gp_idle *r = NULL;
+	struct gpupool_idle in;
+	struct gp_chunk *c;
+	unsigned long id;
+	bool busy;
+
+	if (copy_from_user(&in, uarg, sizeof(in)))
+		return -EFAULT;
+	if (in.flags & ~GPUPOOL_IDLE_VALID_FLAGS)
+		return -EINVAL;
+	if (in.pad || !gp_zeroed(in.reserved, sizeof(in.reserved)))
+		return -EINVAL;
+	id = gp_handle_id(in.handle);
+	if (!id)
+		return -EINVAL;
+	busy = in.flags & GPUPOOL_IDLE_BUSY;
+	if (!busy) {
+		r = gp_rc_idle_alloc();
+		if (!r)
+			return -ENOMEM;
+	}
+
+	/* Under the table's lock: the chunk stays the file's meanwhile. */
+	xa_lock(&f->chunks);
+	c = xa_load(&f->chunks, id);
+	if (c && busy)
+		gp_rc_leave(c, true);
+	else if (c)
+		r = gp_rc_enter(&f->rc, c, in.handle, r);
+	xa_unlock(&f->chunks);
+
+	gp_rc_idle_free(r);	/* unused: c absent or idle already */
+	return c ? 0 : -EINVAL;
+}
+
+/* What the module asks this file to give back (GPUPOOL_IOC_ASKED). */
+static long gp_ioctl_asked(struct gp_file *f, void __user *uarg)
+{
+	struct gpupool_asked q;
+	int ret;
+
+	if (copy_from_user(&q, uarg, sizeof(q)))
+		return -EFAULT;
+	if (q.flags & ~GPUPOOL_ASKED_VALID_FLAGS)
+		return -EINVAL;
+	if (!gp_zeroed(q.reserved, sizeof(q.reserved)))
+		return -EINVAL;
+	if (q.nr && !q.handles_ptr)
+		return -EINVAL;
+	ret = gp_rc_asked(&f->rc, &q);
+	if (ret)
+		return ret;
+	if (copy_to_user(uarg, &q, sizeof(q)))
+		return -EFAULT;
+	return 0;
+}
+
+/* What the last refused ALLOC asked of others (GPUPOOL_IOC_ASK_REPORT). */
+static long gp_ioctl_ask_report(struct gp_file *f, void __user *uarg)
+{
+	struct gpupool_ask_report q;
+	int ret;
+
+	if (copy_from_user(&q, uarg, sizeof(q)))
+		return -EFAULT;
+	if (q.flags & ~GPUPOOL_ASK_REPORT_VALID_FLAGS)
+		return -EINVAL;
+	if (!gp_zeroed(q.reserved, sizeof(q.reserved)))
+		return -EINVAL;
+	if (q.nr && !q.holders_ptr)
+		return -EINVAL;
+	ret = gp_rc_report(&f->rc, &q);
+	if (ret)
+		return ret;
+	if (copy_to_user(uarg, &q, sizeof(q)))
+		return -EFAULT;
 	return 0;
 }
 
@@ -388,6 +591,7 @@ static long gp_ioctl_cgroup(struct gp_file *f, void __user *uarg)
 	d = f->denial;
 	if (d.cgrp)
 		cgroup_get(d.cgrp);
+	d.dmem_limit = NULL;	/* a kept refusal has none (counted) */
 	spin_unlock(&f->denial_lock);
 	ret = gp_cg_ioctl(&cg, &d);
 	gp_denial_clear(&d);
@@ -407,7 +611,7 @@ static long gp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case GPUPOOL_IOC_VERSION:
 		return gp_ioctl_version(uarg);
 	case GPUPOOL_IOC_ALLOC:
-		return gp_ioctl_alloc(f, uarg);
+		return gp_ioctl_alloc(file, f, uarg);
 	case GPUPOOL_IOC_FREE:
 		return gp_ioctl_free(f, uarg);
 	case GPUPOOL_IOC_STATS:
@@ -416,6 +620,12 @@ static long gp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return gp_ioctl_export(file, f, uarg);
 	case GPUPOOL_IOC_CGROUP:
 		return gp_ioctl_cgroup(f, uarg);
+	case GPUPOOL_IOC_IDLE:
+		return gp_ioctl_idle(f, uarg);
+	case GPUPOOL_IOC_ASKED:
+		return gp_ioctl_asked(f, uarg);
+	case GPUPOOL_IOC_ASK_REPORT:
+		return gp_ioctl_ask_report(f, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -472,6 +682,14 @@ static unsigned long gp_get_unmapped_area(struct file *file,
 }
 #endif
 
+/* POLLPRI while other files' ALLOCs ask this one for idle chunks. */
+static __poll_t gp_poll(struct file *file, struct poll_table_struct *pt)
+{
+	struct gp_file *f = file->private_data;
+
+	return gp_rc_poll(file, &f->rc, pt);
+}
+
 static int gp_open(struct inode *inode, struct file *file)
 {
 	struct gp_file *f;
@@ -487,6 +705,7 @@ static int gp_open(struct inode *inode, struct file *file)
 	xa_init(&f->chunks);
 	f->next_id = 1;
 	spin_lock_init(&f->denial_lock);
+	gp_rc_file_init(&f->rc, f->holder);
 	file->private_data = f;
 	return 0;
 }
@@ -499,9 +718,10 @@ static int gp_release(struct inode *inode, struct file *file)
 
 	xa_for_each(&f->chunks, id, c) {
 		xa_erase(&f->chunks, id);
-		gp_chunk_put(c);
+		gp_file_drop(c);
 	}
 	xa_destroy(&f->chunks);
+	gp_rc_file_exit(&f->rc);
 	gp_denial_clear(&f->denial);
 	gp_holder_put(f->holder);
 	kfree(f);
@@ -515,6 +735,7 @@ static const struct file_operations gp_fops = {
 	.unlocked_ioctl	= gp_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.mmap		= gp_mmap,
+	.poll		= gp_poll,
 #if GP_FOLIO_BLOCKS
 	.get_unmapped_area = gp_get_unmapped_area,
 #endif

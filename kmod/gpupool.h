@@ -21,6 +21,9 @@
  *   struct gp_cg      per cgroup accounting and limit (cgroup.c):
  *                     referenced by every chunk charged to its cgroup and
  *                     by its child cgroups' entries.
+ *   struct gp_idle    a chunk its owner marked idle (reclaim.c): on the
+ *                     pool's list of idle chunks, oldest first, and its
+ *                     file's, until the owner marks it busy or gives it up.
  */
 #ifndef GPUPOOL_KMOD_H
 #define GPUPOOL_KMOD_H
@@ -277,9 +280,13 @@ struct gp_denial {
 	u64 chunks;
 	u64 denials;
 	bool dmem;			/* dmem refused: cgrp is the task's */
+	/* dmem refused: the state of the cgroup over its dmem.max
+	 * (referenced, until gp_cg_count_denial() or gp_denial_clear()).
+	 */
+	struct dmem_cgroup_pool_state *dmem_limit;
 };
 
-/* 88 bytes: every ALLOC kzallocs one (bh beside kref, where padding was). */
+/* 96 bytes: every ALLOC kzallocs one (bh beside kref, where padding was). */
 struct gp_chunk {
 	struct kref kref;
 	bfc_handle_t bh;
@@ -290,6 +297,32 @@ struct gp_chunk {
 	u64 size;			/* bytes, page multiple */
 	u64 requested;			/* bytes asked for (bfc's requested) */
 	struct list_head link;		/* dirty / quarantine list, when released */
+	/* Reclaim.c's, under gp_rc_lock: set while its owner has it idle,
+	 * and once asked for and given up, until its last reference goes.
+	 */
+	struct gp_idle *idle;
+};
+
+/* A process's part in reclaim: reclaim.c's, under its gp_rc_lock. */
+struct gp_holder_rc {
+	u64 idle_bytes;			/* in chunks its files marked idle */
+	u64 idle_chunks;
+	s64 allowance;			/* bytes it may be asked for (reclaim_rate) */
+	unsigned long stamp;		/* jiffies when allowance was last topped up */
+	bool primed;			/* allowance set (a new holder's is full) */
+};
+
+/*
+ * A /dev/gpupool file's part in reclaim: reclaim.c's (under gp_rc_lock,
+ * wq aside), embedded in dev.c's per-file state.
+ */
+struct gp_rc_report;
+struct gp_rc_file {
+	struct list_head idle;		/* its struct gp_idle, oldest first */
+	u64 asked;			/* bytes of them asked back */
+	wait_queue_head_t wq;		/* poll(): POLLPRI while asked */
+	struct gp_holder *holder;	/* the file's (its reference) */
+	struct gp_rc_report *report;	/* its last refused ALLOC's, or NULL */
 };
 
 struct gp_holder {
@@ -301,11 +334,14 @@ struct gp_holder {
 	spinlock_t lock;
 	u64 bytes;			/* chunks counting against it */
 	u64 chunks;
+	struct gp_holder_rc rc;
 };
 
 /* main.c: module parameters as the rest of the module sees them. */
 extern u64 gp_per_process_limit;
 extern u32 gp_policy;		/* BFC_POLICY_* of every sub-pool */
+extern unsigned int gp_reclaim_wait_ms;	/* 0: never ask holders */
+extern u64 gp_reclaim_rate;	/* bytes/s a holder may be asked; 0: no bound */
 
 /* pool.c: the sub-pools. */
 extern unsigned int gp_nr_nodes;
@@ -325,11 +361,14 @@ struct gp_node *gp_pool_node(int nid);
  * chunks (page granularity, always split), adjacent regions merged.
  */
 void gp_pool_bfc_params(struct bfc_params *p, u32 policy);
-int gp_pool_alloc(u64 size, int nid, bool strict_node,
+int gp_pool_alloc(u64 size, int nid, bool strict_node, bool final,
 		  struct gp_holder *holder, const struct gp_charge *charge,
 		  struct gp_chunk **out);
+void gp_pool_refused(u64 size, int nid, struct gp_holder *holder,
+		     u64 cgroup_id);
 void gp_pool_release_chunk(struct gp_chunk *c);
 void gp_pool_count_failure(int nid);
+u64 gp_pool_shortfall(u64 size, int nid, bool strict_node);
 extern bool gp_dying;		/* unloading: no quarantine recheck queued */
 
 /* pool_stats.c: the pool's figures and /proc's bin table and map. */
@@ -469,12 +508,62 @@ int gp_cg_init(const char *mode, u64 capacity);
 void gp_cg_exit(void);
 int gp_cg_charge(u64 size, struct gp_charge *ch, struct gp_denial *d);
 void gp_cg_uncharge(struct gp_charge *ch, u64 size);
+void gp_cg_count_denial(struct gp_denial *d);
+bool gp_cg_charged_under(const struct gp_charge *ch,
+			 const struct gp_denial *d);
 void gp_denial_clear(struct gp_denial *d);
 
 /* cgroup_limits.c: GPUPOOL_IOC_CGROUP and /proc/gpupool's cgroup lines. */
 struct gpupool_cgroup;
 int gp_cg_ioctl(struct gpupool_cgroup *arg, const struct gp_denial *d);
 void gp_cg_show(struct seq_file *m);
+
+/*
+ * reclaim.c: idle chunks, and the asks of a refused ALLOC to their
+ * holders.  What an ALLOC that was refused looks for:
+ */
+struct gp_rc_want {
+	u64 size;			/* the ALLOC's, page-rounded */
+	u64 need;			/* bytes it lacks (about) */
+	int refusal;			/* -ENOMEM (the pool) or -ENOSPC */
+	int nid;			/* a strict ALLOC's node, or NUMA_NO_NODE */
+	const struct gp_denial *limit;	/* -ENOSPC: the limit that refused */
+};
+void gp_rc_file_init(struct gp_rc_file *rf, struct gp_holder *h);
+void gp_rc_file_exit(struct gp_rc_file *rf);
+struct gp_idle *gp_rc_idle_alloc(void);
+void gp_rc_idle_free(struct gp_idle *r);
+struct gp_idle *gp_rc_enter(struct gp_rc_file *rf, struct gp_chunk *c,
+			    u64 handle, struct gp_idle *spare);
+void gp_rc_leave(struct gp_chunk *c, bool busy);
+struct gp_idle *gp_rc_gone(struct gp_chunk *c);
+void gp_rc_given(struct gp_idle *r);
+bool gp_rc_possible(void);
+int gp_rc_ask(struct file *file, struct gp_rc_file *rf,
+	      const struct gp_rc_want *w, bool ask);
+void gp_rc_result(struct gp_rc_file *rf, int ret);
+__poll_t gp_rc_poll(struct file *file, struct gp_rc_file *rf,
+		    struct poll_table_struct *pt);
+struct gpupool_asked;
+struct gpupool_ask_report;
+int gp_rc_asked(struct gp_rc_file *rf, struct gpupool_asked *q);
+int gp_rc_report(struct gp_rc_file *rf, struct gpupool_ask_report *q);
+u64 gp_rc_holder_idle(struct gp_holder *h);
+/* The pool's reclaim figures, for /proc/gpupool. */
+struct gp_rc_figures {
+	u64 idle_bytes;			/* in chunks marked idle, now */
+	u64 idle_chunks;
+	u64 asks;			/* ALLOCs that asked holders */
+	u64 holders_asked;		/* holders asked, over all asks */
+	u64 asked_bytes;
+	u64 given_bytes;		/* asked chunks freed in time */
+	u64 busy_bytes;			/* asked chunks marked busy instead */
+	u64 timeouts;			/* waits that ended at reclaim_wait_ms */
+	u64 served;			/* retries after a wait that were served */
+	u64 throttled;			/* holders not asked: reclaim_rate */
+	u64 wait_ns;			/* time ALLOCs waited, all together */
+};
+void gp_rc_figures(struct gp_rc_figures *f);
 
 /* dev.c: the /dev/gpupool miscdevice. */
 int gpupool_dev_init(umode_t mode);

@@ -121,9 +121,10 @@ void gp_holder_uncharge(struct gp_holder *h, u64 bytes)
 }
 
 /*
- * /proc/gpupool holder lines: `Holder: <pid> <kB> <chunks> <comm>` (comm
- * last: it may contain spaces).  all: every holder; else only those whose
- * uid is uid.
+ * /proc/gpupool holder lines: `Holder: <pid> <kB> <chunks> <idle kB>
+ * <comm>` (comm last: it may contain spaces; idle kB since ABI 1.2, what
+ * its files have marked idle: reclaim.c).  all: every holder; else only
+ * those whose uid is uid.
  */
 void gp_holder_show(struct seq_file *m, bool all, kuid_t uid)
 {
@@ -139,9 +140,10 @@ void gp_holder_show(struct seq_file *m, bool all, kuid_t uid)
 		chunks = h->chunks;
 		spin_unlock(&h->lock);
 		/* 0 once the process is gone: its number may be another's. */
-		seq_printf(m, "Holder: %d %llu %llu ",
+		seq_printf(m, "Holder: %d %llu %llu %llu ",
 			   pid_has_task(h->tgid, PIDTYPE_TGID) ?
-			   pid_vnr(h->tgid) : 0, bytes >> 10, chunks);
+			   pid_vnr(h->tgid) : 0, bytes >> 10, chunks,
+			   gp_rc_holder_idle(h) >> 10);
 		/* A command name is the process's to choose: a newline in it
 		 * would start a line of its making.  Octal escapes, as
 		 * /proc/mounts has for paths.

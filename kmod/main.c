@@ -33,6 +33,7 @@ static int gp_param_set_bool(const char *val, const struct kernel_param *kp);
 static int gp_param_set_mode(const char *val, const struct kernel_param *kp);
 static int gp_param_set_nodes(const char *val, const struct kernel_param *kp);
 static int gp_param_get_nodes(char *buf, const struct kernel_param *kp);
+static int gp_param_set_ms(const char *val, const struct kernel_param *kp);
 
 static const struct kernel_param_ops gp_bool_ops = {
 	.flags = KERNEL_PARAM_OPS_FL_NOARG,
@@ -44,6 +45,12 @@ static const struct kernel_param_ops gp_mode_ops = {
 	.flags = KERNEL_PARAM_OPS_FL_NOARG,
 	.set = gp_param_set_mode,
 	.get = param_get_ushort,
+};
+
+static const struct kernel_param_ops gp_ms_ops = {
+	.flags = KERNEL_PARAM_OPS_FL_NOARG,
+	.set = gp_param_set_ms,
+	.get = param_get_uint,
 };
 
 static const struct kernel_param_ops gp_nodes_ops = {
@@ -102,7 +109,18 @@ module_param_cb(huge_maps, &gp_bool_ops, &gp_huge_maps, 0444);
 MODULE_PARM_DESC(huge_maps,
 		 "Keep the pool's 2 MiB blocks whole and map them with 2 MiB entries (PMD ones with 4 KiB pages, Linux 6.15 and later with transparent huge pages; arm64's contiguous PTEs with 16 or 64 KiB pages, 6.10 and later); a page pinned by others then holds back every chunk freed in its block (default 1 where the kernel can, else 0)");
 
+unsigned int gp_reclaim_wait_ms = 1000;
+module_param_cb(reclaim_wait_ms, &gp_ms_ops, &gp_reclaim_wait_ms, 0644);
+MODULE_PARM_DESC(reclaim_wait_ms,
+		 "How long an allocation the pool or a cgroup limit refuses waits, at most, for the holders of idle cached chunks it asks to give some back, before its one retry; at most 60000; 0: never ask (default 1000)");
+
+static char *reclaim_rate = "1G";
+module_param(reclaim_rate, charp, 0444);
+MODULE_PARM_DESC(reclaim_rate,
+		 "Bytes per second a process may be asked to give back, sustained (up to the pool's size at once after a quiet spell); a K, M, G or T suffix, or KiB, MiB, GiB or TiB (default 1G; 0: no bound)");
+
 u64 gp_per_process_limit;
+u64 gp_reclaim_rate;
 u32 gp_policy = BFC_POLICY_DEFAULT;
 
 /* Sizes above this are refused: no machine has that much memory, and a
@@ -163,6 +181,34 @@ static int gp_param_set_mode(const char *val, const struct kernel_param *kp)
 		return -EINVAL;
 	}
 	*(ushort *)kp->arg = v;
+	return 0;
+}
+
+/*
+ * reclaim_wait_ms: decimal milliseconds, at most GP_WAIT_MS_MAX (the
+ * wait holds an allocation in the kernel).  Writable while loaded, where
+ * one line break after the number is the end of what echo wrote.
+ */
+#define GP_WAIT_MS_MAX	60000
+static int gp_param_set_ms(const char *val, const struct kernel_param *kp)
+{
+	const char *p = val;
+	unsigned int v = 0;
+
+	if (val && !*val)
+		return 0;
+	while (p && *p >= '0' && *p <= '9' && v <= GP_WAIT_MS_MAX)
+		v = v * 10 + (*p++ - '0');
+	if (p && p != val && *p == '\n' && !p[1] &&
+	    THIS_MODULE->state == MODULE_STATE_LIVE)
+		p++;
+	if (!p || p == val || *p || v > GP_WAIT_MS_MAX) {
+		val = val ? val : "";
+		pr_err("%s=%*pE: expected milliseconds, decimal digits, at most %u\n",
+		       kp->name, (int)strnlen(val, 64), val, GP_WAIT_MS_MAX);
+		return -EINVAL;
+	}
+	*(unsigned int *)kp->arg = v;
 	return 0;
 }
 
@@ -262,6 +308,9 @@ static int gp_check_params(int *nids, unsigned int *nr, u64 *pool, u64 *max)
 	if (!ret)
 		ret = gp_parse_size("per_process_limit", per_process_limit, "0",
 				    &gp_per_process_limit);
+	if (!ret)
+		ret = gp_parse_size("reclaim_rate", reclaim_rate, "1G",
+				    &gp_reclaim_rate);
 	if (ret)
 		return ret;
 	if (*policy) {
@@ -320,9 +369,10 @@ static int __init gpupool_init(void)
 	if (ret)
 		goto out_proc;
 
-	pr_info("loaded: %llu MiB on %u node(s), growth limit %llu MiB, per-process limit %llu MiB, cgroup limits: %s, huge maps: %s\n",
+	pr_info("loaded: %llu MiB on %u node(s), growth limit %llu MiB, per-process limit %llu MiB, cgroup limits: %s, huge maps: %s, reclaim: %u ms at %llu MiB/s\n",
 		gp_pool_size() >> 20, nr, max >> 20, gp_per_process_limit >> 20,
-		gp_cg_dmem ? "dmem" : "module", gp_huge_maps ? "on" : "off");
+		gp_cg_dmem ? "dmem" : "module", gp_huge_maps ? "on" : "off",
+		gp_reclaim_wait_ms, gp_reclaim_rate >> 20);
 	return 0;
 
 out_proc:

@@ -254,13 +254,61 @@ void gp_pool_count_failure(int nid)
 }
 
 /*
+ * An ALLOC of size for nid refused with -ENOMEM: counted, and traced with
+ * its time (wait_ns, from t0; 0 when not timed).
+ */
+static void gp_pool_refused_at(u64 size, int nid, struct gp_holder *holder,
+			       u64 cgroup_id, u64 t0)
+{
+	struct gp_node *n = gp_pool_node(nid) ?: gp_nodes[0];
+
+	gp_pool_count_failure(n->nid);
+	trace_gpupool_alloc(size, 0, n->nid, pid_nr(holder->tgid), cgroup_id,
+			    t0 ? ktime_get_ns() - t0 : 0, -ENOMEM);
+}
+
+/* The same for an ALLOC whose refusal is said after its last try. */
+void gp_pool_refused(u64 size, int nid, struct gp_holder *holder,
+		     u64 cgroup_id)
+{
+	gp_pool_refused_at(size, nid, holder, cgroup_id, 0);
+}
+
+/*
+ * About how many bytes an ALLOC of size the pool refused lacks: size less
+ * the largest free chunk of a node it may take from (strict: nid alone);
+ * U64_MAX when no such node can ever hold size.  May sleep.
+ */
+u64 gp_pool_shortfall(u64 size, int nid, bool strict)
+{
+	struct gpupool_pool_stats s;
+	u64 best = 0, cap = 0;
+	unsigned int i;
+
+	for (i = 0; i < gp_nr_nodes; i++) {
+		struct gp_node *n = gp_nodes[i];
+
+		if (strict && n->nid != nid)
+			continue;
+		gp_pool_node_stats(n, &s);
+		best = max(best, s.largest_free);
+		cap = max_t(u64, cap, (u64)n->cap_blocks << GP_BLOCK_SHIFT);
+	}
+	if (size > cap)
+		return U64_MAX;
+	return size > best ? size - best : size;
+}
+
+/*
  * A chunk of `size` bytes with one reference (the caller's), counted against
  * holder (which the chunk references; the caller has charged it) and
  * charged to charge's cgroups (the chunk takes over the charge on success).
  * strict_node: only from nid.  Else nid first (when it has a sub-pool),
  * then the others; every node first without waiting or growing, then with.
+ * A refusal (-ENOMEM) is counted and traced only when final: else the
+ * caller asks holders of idle chunks and tries again.
  */
-int gp_pool_alloc(u64 size, int nid, bool strict_node,
+int gp_pool_alloc(u64 size, int nid, bool strict_node, bool final,
 		  struct gp_holder *holder, const struct gp_charge *charge,
 		  struct gp_chunk **out)
 {
@@ -304,14 +352,19 @@ int gp_pool_alloc(u64 size, int nid, bool strict_node,
 		if (gp_nodes[i] != first)
 			ret = gp_node_alloc(gp_nodes[i], size, c);
 out:
+	if (ret == -ENOMEM) {
+		kfree(c);
+		if (final)
+			gp_pool_refused_at(size, first->nid, holder,
+					   charge->cgroup_id, t0);
+		return ret;
+	}
 	if (trace_gpupool_alloc_enabled())
 		trace_gpupool_alloc(size, ret ? 0 : c->size,
 				    ret ? first->nid : c->node->nid,
 				    pid_nr(holder->tgid), charge->cgroup_id,
 				    t0 ? ktime_get_ns() - t0 : 0, ret);
 	if (ret) {
-		if (ret == -ENOMEM)
-			gp_pool_count_failure(first->nid);
 		kfree(c);
 		return ret;
 	}

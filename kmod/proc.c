@@ -58,6 +58,29 @@ static void gp_show_pool(struct seq_file *m, const char *prefix,
 	gp_show_num(m, prefix, "Growths", s->growths);
 }
 
+/* Idle chunks and the asks for them (reclaim.c's figures, ABI 1.2). */
+static void gp_show_reclaim(struct seq_file *m)
+{
+	struct gp_rc_figures f;
+
+	gp_rc_figures(&f);
+	gp_show_kb(m, "", "Idle", f.idle_bytes);
+	gp_show_num(m, "", "ChunksIdle", f.idle_chunks);
+	gp_show_num(m, "", "ReclaimAsks", f.asks);
+	gp_show_num(m, "", "ReclaimHoldersAsked", f.holders_asked);
+	gp_show_kb(m, "", "ReclaimAsked", f.asked_bytes);
+	gp_show_kb(m, "", "ReclaimGiven", f.given_bytes);
+	gp_show_kb(m, "", "ReclaimBusy", f.busy_bytes);
+	gp_show_num(m, "", "ReclaimTimeouts", f.timeouts);
+	gp_show_num(m, "", "ReclaimServed", f.served);
+	gp_show_num(m, "", "ReclaimThrottled", f.throttled);
+	seq_printf(m, "ReclaimWaitTime:%*llu ms\n", 9,
+		   div_u64(f.wait_ns, NSEC_PER_MSEC));
+	seq_printf(m, "ReclaimWait:%*u ms\n", 13,
+		   READ_ONCE(gp_reclaim_wait_ms));
+	gp_show_kb(m, "", "ReclaimRate", gp_reclaim_rate);
+}
+
 static int gpupool_proc_show(struct seq_file *m, void *v)
 {
 	struct gpupool_pool_stats total, *nodes;
@@ -89,6 +112,7 @@ static int gpupool_proc_show(struct seq_file *m, void *v)
 	gp_show_kb(m, "", "PageSize", PAGE_SIZE);
 	gp_show_kb(m, "", "HugeMapSize",
 		   gp_folio_blocks() ? 1ULL << GP_HUGE_ENTRY_SHIFT : PAGE_SIZE);
+	gp_show_reclaim(m);
 
 	for (i = 0; i < gp_nr_nodes; i++) {
 		snprintf(prefix, sizeof(prefix), "Node%u", nodes[i].node);

@@ -90,11 +90,22 @@ static char unescape(const char **s, const char *end)
 	return *p;
 }
 
-/* "Holder: <pid> <kB> <chunks> <comm...>" (value part after "Holder:"). */
+/* Does the text come from a module of ABI major.minor or later? */
+static bool abi_at_least(const struct gpctl_pool *p, uint64_t major,
+			 uint64_t minor)
+{
+	return p->abi_major > major ||
+	       (p->abi_major == major && p->abi_minor >= minor);
+}
+
+/*
+ * "Holder: <pid> <kB> <chunks> <idle kB> <comm...>" (value part after
+ * "Holder:"); before ABI 1.2 without <idle kB>.
+ */
 static int parse_holder(const char *s, const char *end, struct gpctl_pool *p)
 {
 	struct gpctl_holder h;
-	uint64_t pid, kb;
+	uint64_t pid, kb, idle_kb = 0;
 	size_t n;
 
 	memset(&h, 0, sizeof(h));
@@ -107,6 +118,10 @@ static int parse_holder(const char *s, const char *end, struct gpctl_pool *p)
 	skip_spaces(&s, end);
 	if (!take_u64(&s, end, &h.chunks))
 		return -EINVAL;
+	if (abi_at_least(p, 1, 2) &&
+	    (!take_sep(&s, end) || !take_u64(&s, end, &idle_kb) ||
+	     idle_kb > kb))
+		return -EINVAL;
 	if (s < end && *s != ' ')
 		return -EINVAL;
 	if (s < end)
@@ -116,6 +131,7 @@ static int parse_holder(const char *s, const char *end, struct gpctl_pool *p)
 		h.comm[n] = unescape(&s, end);
 	h.pid = (int64_t)pid;
 	h.bytes = kb << 10;
+	h.idle = idle_kb << 10;
 	return push((void **)&p->holders, &p->nr_holders, sizeof(h), &h);
 }
 
@@ -278,12 +294,43 @@ static int parse_line(const char *s, const char *end, struct gpctl_pool *p)
 	return parse_field(s, klen, colon + 1, end, p);
 }
 
+/*
+ * The ABI of the first "AbiVersion: <major>.<minor>" line, wherever it
+ * is (the module writes it first), before the other lines are read:
+ * what some of them hold depends on it.  0.0 when there is none (the
+ * parse fails then) or it is not of that shape (parse_field() says so).
+ */
+static void find_abi(const char *s, const char *end, struct gpctl_pool *p)
+{
+	static const char key[] = "AbiVersion:";
+	uint64_t major, minor;
+
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		const char *eol = nl ? nl : end;
+
+		if ((size_t)(eol - s) > sizeof(key) - 1 &&
+		    !memcmp(s, key, sizeof(key) - 1)) {
+			s += sizeof(key) - 1;
+			skip_spaces(&s, eol);
+			if (take_u64(&s, eol, &major) && s < eol && *s++ == '.' &&
+			    take_u64(&s, eol, &minor) && s == eol) {
+				p->abi_major = major;
+				p->abi_minor = minor;
+			}
+			return;
+		}
+		s = nl ? nl + 1 : end;
+	}
+}
+
 int gpctl_parse_proc(const char *buf, size_t len, struct gpctl_pool *out)
 {
 	const char *s = buf, *end = buf + len;
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
+	find_abi(s, end, out);
 	while (s < end && !ret) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *eol = nl ? nl : end;

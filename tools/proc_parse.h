@@ -34,6 +34,7 @@ struct gpctl_holder {
 	int64_t pid;
 	uint64_t bytes;
 	uint64_t chunks;
+	uint64_t idle;		/* of bytes, in chunks marked idle (ABI 1.2) */
 	char comm[GPCTL_COMM_MAX];
 };
 
@@ -57,6 +58,8 @@ struct gpctl_map {
 };
 
 struct gpctl_pool {
+	/* The module's ABI, from the AbiVersion line (1.2: holders' idle). */
+	uint64_t abi_major, abi_minor;
 	struct gpctl_field *fields;
 	size_t nr_fields;
 	struct gpctl_holder *holders;

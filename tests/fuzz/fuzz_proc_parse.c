@@ -82,6 +82,8 @@ static void check_pool(const struct gpctl_pool *p)
 	}
 	for (i = 0; i < p->nr_holders; i++)
 		FZ_ASSERT(p->holders[i].pid >= 0 && !(p->holders[i].bytes & 1023) &&
+			  !(p->holders[i].idle & 1023) &&
+			  p->holders[i].idle <= p->holders[i].bytes &&
 			  terminated(p->holders[i].comm, GPCTL_COMM_MAX),
 			  "holder #%zu", i);
 	for (i = 0; i < p->nr_maps; i++)
@@ -132,6 +134,9 @@ static char *write_out(const struct gpctl_pool *p, size_t *len)
 		fprintf(f, "Holder: %lld %llu %llu ", (long long)p->holders[i].pid,
 			(unsigned long long)(p->holders[i].bytes >> 10),
 			(unsigned long long)p->holders[i].chunks);
+		if (p->abi_major > 1 || (p->abi_major == 1 && p->abi_minor >= 2))
+			fprintf(f, "%llu ",
+				(unsigned long long)(p->holders[i].idle >> 10));
 		write_escaped(f, p->holders[i].comm);
 		fputc('\n', f);
 	}
@@ -174,6 +179,7 @@ static void check_same(const struct gpctl_pool *a, const struct gpctl_pool *b)
 		FZ_ASSERT(a->holders[i].pid == b->holders[i].pid &&
 			  a->holders[i].bytes == b->holders[i].bytes &&
 			  a->holders[i].chunks == b->holders[i].chunks &&
+			  a->holders[i].idle == b->holders[i].idle &&
 			  !strcmp(a->holders[i].comm, b->holders[i].comm),
 			  "read back: holder #%zu", i);
 	for (i = 0; i < a->nr_maps; i++)
@@ -233,6 +239,10 @@ static const char *const seeds[] = {
 	("AbiVersion: 1.1\nCgroupLimits:        dmem\nCgroupDenials:          2\n"
 	 "Cgroup: 8192 3 - 0 /\nCgroup: 4096 1 - 0 /a/b\n"),
 	"AbiVersion: 1.1\nCgroupLimits: module\nCgroupDenials: 0\n",
+	("AbiVersion: 1.2\nPoolTotal: 262144 kB\nIdle: 163840 kB\n"
+	 "ChunksIdle: 1\nReclaimAsks: 2\nReclaimGiven: 163840 kB\n"
+	 "ReclaimWaitTime: 1004 ms\nReclaimWait: 1000 ms\n"
+	 "Holder: 7 163840 1 163840 trainer\nHolder: 0 4096 1 0 a\\012b\n"),
 };
 
 static char seed_dir[] = "/tmp/fuzz-proc-seeds-XXXXXX";

@@ -50,6 +50,26 @@ TEST(parses_fixture)
 	free(text);
 }
 
+/* ABI 1.2: a holder's idle kB before its name; where the line is, no matter. */
+TEST(holders_idle_from_abi_1_2)
+{
+	static const char text[] =
+		"Holder: 7 163840 2 163840 train 1\n"
+		"AbiVersion:            1.2\n"
+		"Holder: 0 4096 1 0 12 monkeys\n";
+	struct gpctl_pool p;
+
+	ASSERT_EQ(0, gpctl_parse_proc(text, strlen(text), &p));
+	EXPECT_EQ(1, p.abi_major);
+	EXPECT_EQ(2, p.abi_minor);
+	ASSERT_EQ(2, p.nr_holders);
+	EXPECT_EQ(160ull << 20, p.holders[0].idle);
+	EXPECT_STREQ("train 1", p.holders[0].comm);
+	EXPECT_EQ(0, p.holders[1].idle);
+	EXPECT_STREQ("12 monkeys", p.holders[1].comm);
+	gpctl_pool_free(&p);
+}
+
 TEST(rejects_what_is_not_proc_gpupool)
 {
 	static const char *const bad[] = {
@@ -61,6 +81,9 @@ TEST(rejects_what_is_not_proc_gpupool)
 		"AbiVersion: 1.0\nPoolTotal: 4 MB\n",
 		"AbiVersion: 1.0\nHolder: 12 x 1 cmd\n",
 		"AbiVersion: 1.0\nHolder: 12 4\n",
+		"AbiVersion: 1.2\nHolder: 12 4 1 cmd\n",	/* no idle kB */
+		"AbiVersion: 1.2\nHolder: 12 4 1 8 cmd\n",	/* idle > kB */
+		"Holder: 12 4 1 cmd\nAbiVersion: 1.2\n",
 		"AbiVersion: 1.x\n",
 		"AbiVersion: 1.0\n: 5\n",
 		"AbiVersion: 1.0\nNodexMap: ##\n",

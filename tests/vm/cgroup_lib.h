@@ -44,19 +44,10 @@
 #endif
 #define CG_DMEM_REGION		"gpupool"
 
-/* Write a string to a file (cgroupfs, tracefs): 0 or -errno. */
+/* Write a string to a cgroupfs file: 0 or -errno. */
 static inline int cg_write(const char *path, const char *val)
 {
-	ssize_t n;
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	if (n < 0)
-		n = -errno;
-	close(fd);
-	return n < 0 ? (int)n : n == (ssize_t)strlen(val) ? 0 : -EIO;
+	return gp_write_file(path, val);
 }
 
 /* Is a cgroup2 hierarchy mounted at CG_MNT? */

@@ -54,16 +54,9 @@
 static int fi_write(const char *dir, const char *attr, const char *val)
 {
 	char path[256];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, attr);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -EIO;
+	return gp_write_file(path, val);
 }
 
 /* Why fault injection cannot run here, or NULL. */

@@ -14,7 +14,11 @@
  * socket; GPUPOOL_IOC_CGROUP with random flags, limits, path buffers and
  * fds (bad ones, and the directories of a few test cgroups, so that limits
  * really get set and cleared and ALLOCs refused with ENOSPC) while the
- * workers move themselves between those cgroups; and SIGKILL at random
+ * workers move themselves between those cgroups; chunks marked idle and
+ * busy (GPUPOOL_IOC_IDLE, on live, freed and made-up handles), so that
+ * refused ALLOCs ask for them, asks answered or not (GPUPOOL_IOC_ASKED,
+ * poll, FREE of what was asked) and reports read, every field fuzzed;
+ * and SIGKILL at random
  * points (the driver kills and replaces workers).  What must hold: no
  * worker dies of anything but our SIGKILL, the kernel log stays clean (the
  * VM's judge), and once everyone is gone the pool is entirely free again
@@ -27,6 +31,7 @@
  * 300000) and GPUPOOL_FUZZ_SECS (default 90) bound it.
  */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -56,6 +61,7 @@ struct shared {
 	atomic_ullong handles[SHARED_HANDLES];	/* anyone's live handles */
 	atomic_int stop;
 	atomic_ullong cg_calls, limits_set, enospc;
+	atomic_ullong idle_marks, asks_seen;
 };
 
 struct chunk { int fd; uint64_t handle, size; };
@@ -470,6 +476,76 @@ static void op_cgroup(struct worker *w)
 		atomic_fetch_add(&w->sh->limits_set, 1);
 }
 
+/*
+ * Reclaim: mark a chunk idle or busy (fields fuzzed, handles of every
+ * kind); or, asked (POLLPRI), give back some of what is asked, as a
+ * library would, or not; or read the report of the last refusal.
+ */
+static void op_reclaim(struct worker *w)
+{
+	static const uint64_t bad_ptr[] = {
+		1, 4096, 0xffff888000000000ull, ~0ull - 7, 0x7ffffffff000ull,
+	};
+	struct gpupool_ask_holder h[GPUPOOL_ASK_MAX_HOLDERS + 1];
+	struct gpupool_ask_report r;
+	struct pollfd pfd = { .fd = any_fd(w), .events = POLLPRI };
+	struct gpupool_asked q;
+	struct gpupool_idle in;
+	uint64_t asked[8];
+	int i, j;
+
+	switch (pick(w, 4)) {
+	case 0: case 1:
+		memset(&in, 0, sizeof(in));
+		in.handle = any_handle(w);
+		in.flags = pick(w, 3) ? 0 : fuzz_flags(w, GPUPOOL_IDLE_VALID_FLAGS);
+		in.pad = (uint32_t)fuzz_reserved(w);
+		in.reserved[pick(w, 2)] = fuzz_reserved(w);
+		if (!ioctl(any_fd(w), GPUPOOL_IOC_IDLE, &in) && !in.flags)
+			atomic_fetch_add(&w->sh->idle_marks, 1);
+		break;
+	case 2:
+		if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLPRI))
+			break;
+		atomic_fetch_add(&w->sh->asks_seen, 1);
+		memset(&q, 0, sizeof(q));
+		q.nr = (uint32_t)pick(w, 10);	/* may be more than fits */
+		q.handles_ptr = q.nr > 8 || !pick(w, 8) ?
+				bad_ptr[pick(w, 5)] : (uintptr_t)asked;
+		q.flags = fuzz_flags(w, 0);
+		q.reserved[pick(w, 3)] = fuzz_reserved(w);
+		if (q.nr > 8)
+			q.nr = 8;
+		if (ioctl(pfd.fd, GPUPOOL_IOC_ASKED, &q) ||
+		    q.handles_ptr != (uintptr_t)asked || pick(w, 4) == 0)
+			break;
+		for (j = 0; j < (int)q.nr && j < 8; j++)
+			for (i = w->nr_chunks - 1; i >= 0; i--)
+				if (w->chunks[i].fd == pfd.fd &&
+				    w->chunks[i].handle == asked[j]) {
+					struct gpupool_free f = {
+						.handle = asked[j] };
+
+					if (!ioctl(pfd.fd, GPUPOOL_IOC_FREE, &f))
+						forget_chunk(w, i);
+					break;
+				}
+		break;
+	default:
+		memset(&r, 0, sizeof(r));
+		r.nr = (uint32_t)(pick(w, 4) ? pick(w, GPUPOOL_ASK_MAX_HOLDERS + 2) :
+				  rnd(&w->rng));
+		r.holders_ptr = pick(w, 8) ? (uintptr_t)h : bad_ptr[pick(w, 5)];
+		if (r.holders_ptr == (uintptr_t)h &&
+		    r.nr > GPUPOOL_ASK_MAX_HOLDERS + 1)
+			r.nr = GPUPOOL_ASK_MAX_HOLDERS + 1;	/* our array */
+		r.flags = fuzz_flags(w, 0);
+		r.reserved[pick(w, 4)] = fuzz_reserved(w);
+		ioctl(any_fd(w), GPUPOOL_IOC_ASK_REPORT, &r);
+		break;
+	}
+}
+
 /* A child inherits everything, uses a bit of it, and goes (or is killed). */
 static void op_fork(struct worker *w)
 {
@@ -567,7 +643,7 @@ static int worker_main(struct shared *sh, uint64_t seed, uint64_t max_ops)
 			return 21;
 	pthread_create(&th, NULL, racer, &w);
 	for (n = 0; n < max_ops && !atomic_load(&sh->stop); n++) {
-		switch (pick(&w, 21)) {
+		switch (pick(&w, 23)) {
 		case 0: case 1: op_open_close(&w); break;
 		case 2: case 3: case 4: case 5: op_alloc(&w); break;
 		case 6: case 7: case 8: op_free(&w); break;
@@ -578,6 +654,7 @@ static int worker_main(struct shared *sh, uint64_t seed, uint64_t max_ops)
 		case 16: case 17: op_vma(&w); break;
 		case 18: if (pick(&w, 20) == 0) op_fork(&w); else op_alloc(&w); break;
 		case 19: op_cgroup(&w); break;
+		case 20: case 21: op_reclaim(&w); break;
 		default: op_pass_fd(&w); break;
 		}
 		atomic_fetch_add(&sh->ops, 1);
@@ -625,7 +702,8 @@ TEST_F_TIMEOUT(fz, fuzz, 900)
 		       (unsigned long long)seed, (unsigned long long)seed,
 		       (unsigned long long)max_ops, (unsigned long long)secs);
 	/* The module's own limits, so that SET_LIMIT works on every kernel. */
-	ASSERT_EQ(0, gp_load_1("pool_size=32M max_size=64M cgroup_limits=module"));
+	/* A short wait for asks: workers answer a few, between other ops. */
+	ASSERT_EQ(0, gp_load_1("pool_size=32M max_size=64M cgroup_limits=module reclaim_wait_ms=20"));
 	ASSERT_EQ(0, cg_setup(&fz_env, "fuzz", 0));
 	for (i = 0; i < 3; i++)
 		ASSERT_EQ(0, cg_make(&fz_env, fz_cgroups[i]));
@@ -686,19 +764,24 @@ TEST_F_TIMEOUT(fz, fuzz, 900)
 			ksft_print_msg("worker %d died: status %#x\n", (int)pid[i], st);
 		}
 	}
-	ksft_print_msg("fuzz_device: %llu ops by %d workers (%d SIGKILLed); %llu GPUPOOL_IOC_CGROUP, %llu limits set, %llu ALLOCs refused with ENOSPC\n",
+	ksft_print_msg("fuzz_device: %llu ops by %d workers (%d SIGKILLed); %llu GPUPOOL_IOC_CGROUP, %llu limits set, %llu ALLOCs refused with ENOSPC; %llu chunks marked idle, %llu asks seen, %lld asks made\n",
 		       (unsigned long long)atomic_load(&sh->ops), spawned, kills,
 		       (unsigned long long)atomic_load(&sh->cg_calls),
 		       (unsigned long long)atomic_load(&sh->limits_set),
-		       (unsigned long long)atomic_load(&sh->enospc));
+		       (unsigned long long)atomic_load(&sh->enospc),
+		       (unsigned long long)atomic_load(&sh->idle_marks),
+		       (unsigned long long)atomic_load(&sh->asks_seen),
+		       gp_proc_num("ReclaimAsks"));
 	EXPECT_EQ(0, bad);
 	EXPECT_LT(MIN_OPS, atomic_load(&sh->ops));
 	/* The cgroup ioctl was really exercised. */
 	EXPECT_LT(0, atomic_load(&sh->limits_set));
 	EXPECT_LT(0, atomic_load(&sh->enospc));
 
-	/* Everyone is gone: the pool must be whole again. */
+	/* Everyone is gone: the pool must be whole again, nothing idle. */
 	EXPECT_EQ(0, gp_wait_quiet(60000, 1));
+	EXPECT_EQ(0, gp_proc_num("Idle"));
+	EXPECT_EQ(0, gp_proc_num("ChunksIdle"));
 	s = gp_pool();
 	EXPECT_EQ(0, s.in_use);
 	EXPECT_EQ(0, s.chunks_in_use);

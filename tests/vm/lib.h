@@ -232,6 +232,21 @@ static inline ssize_t gp_read_file(const char *path, char *buf, size_t size)
 	return total;
 }
 
+/* Write a string to a file (sysfs, cgroupfs, tracefs): 0 or -errno. */
+static inline int gp_write_file(const char *path, const char *val)
+{
+	ssize_t n;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	return n < 0 ? (int)n : n == (ssize_t)strlen(val) ? 0 : -EIO;
+}
+
 /* The value of "Key:" in a `Key: value` text (e.g. /proc/gpupool), leading
  * blanks skipped, copied up to the end of the line; NULL when absent.
  */

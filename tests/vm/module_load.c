@@ -66,7 +66,11 @@ TEST_F(loaded, proc_file)
 		"LargestFree", "Fragmentation", "ChunksInUse", "ChunksFree",
 		"Allocs", "Frees", "FailedAllocs", "PoolLimit",
 		"PerProcessLimit", "ReserveTime", "Nodes", "CgroupLimits",
-		"CgroupDenials",
+		"CgroupDenials", "Idle", "ChunksIdle", "ReclaimAsks",
+		"ReclaimHoldersAsked", "ReclaimAsked", "ReclaimGiven",
+		"ReclaimBusy", "ReclaimTimeouts", "ReclaimServed",
+		"ReclaimThrottled", "ReclaimWaitTime", "ReclaimWait",
+		"ReclaimRate",
 	};
 	char text[16384], val[128], want[32];
 	const char *line;
@@ -144,9 +148,13 @@ TEST_F(loaded, version)
 	EXPECT_LE(1, v.nr_nodes);
 	EXPECT_EQ(v.nr_nodes, (uint32_t)__builtin_popcountll(v.node_mask));
 	EXPECT_EQ(0, v.pad);
-	/* ABI 1.1: chunks are charged to cgroups; dmem only where it exists. */
+	/* ABI 1.1: chunks are charged to cgroups; dmem only where it exists.
+	 * ABI 1.2: idle chunks are asked for.
+	 */
 	EXPECT_TRUE(v.features & GPUPOOL_FEATURE_CGROUP);
-	EXPECT_EQ(0, v.features & ~(GPUPOOL_FEATURE_CGROUP | GPUPOOL_FEATURE_DMEM));
+	EXPECT_TRUE(v.features & GPUPOOL_FEATURE_RECLAIM);
+	EXPECT_EQ(0, v.features & ~(GPUPOOL_FEATURE_CGROUP | GPUPOOL_FEATURE_DMEM |
+				    GPUPOOL_FEATURE_RECLAIM));
 	EXPECT_EQ(0, v.reserved[0] | v.reserved[1] | v.reserved[2]);
 
 	/* The same through a read-only open. */

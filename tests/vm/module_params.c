@@ -18,6 +18,7 @@
 #define MODE_TAKES	"expected permission bits in octal, at most 0777 (as 0660)"
 #define NODES_TAKES	"expected NUMA node numbers below 64, decimal, separated " \
 			"by commas (as nodes=0,1)"
+#define MS_TAKES	"expected milliseconds, decimal digits, at most 60000"
 #define BOOL_TAKES	"expected 1, y, Y or on (yes), or 0, n, N or off (no)"
 
 static const struct bad {
@@ -47,6 +48,9 @@ static const struct bad {
 	{ "pool_size=16M max_size=99999999999999999999", "max_size=99999999999999999999: too large; " SIZE_TAKES },
 	{ "pool_size=16M max_size=17592186044416M", "max_size=17592186044416M: too large; " SIZE_TAKES },
 	{ "pool_size=16M per_process_limit=-1", "per_process_limit=-1: negative; " SIZE_TAKES },
+	{ "pool_size=16M reclaim_rate=fast", "reclaim_rate=fast: not a number; " SIZE_TAKES },
+	{ "pool_size=16M reclaim_rate=-1M", "reclaim_rate=-1M: negative; " SIZE_TAKES },
+	{ "pool_size=16M reclaim_rate=1MB", "reclaim_rate=1MB: a decimal unit (K, M, G and T are powers of 1024; write M or MiB, not MB); " SIZE_TAKES },
 	/* Sizes that read but do not fit together. */
 	{ "pool_size=0", "pool_size=0 and no growth (max_size=0): nothing to serve" },
 	{ "pool_size=16M max_size=8M", "max_size=8M is below pool_size=16M" },
@@ -58,6 +62,16 @@ static const struct bad {
 	{ "pool_size=16M dev_mode=0668", "dev_mode=0668: " MODE_TAKES },
 	{ "pool_size=16M dev_mode", "dev_mode=: " MODE_TAKES },
 	{ "pool_size=16M dev_mode=\"0660 \"", "dev_mode=0660 : " MODE_TAKES },
+	/* reclaim_wait_ms, in decimal milliseconds; a line break only
+	 * where written while loaded (reclaim_wait_written).
+	 */
+	{ "pool_size=16M reclaim_wait_ms=-1", "reclaim_wait_ms=-1: " MS_TAKES },
+	{ "pool_size=16M reclaim_wait_ms=1s", "reclaim_wait_ms=1s: " MS_TAKES },
+	{ "pool_size=16M reclaim_wait_ms=0x10", "reclaim_wait_ms=0x10: " MS_TAKES },
+	{ "pool_size=16M reclaim_wait_ms=60001", "reclaim_wait_ms=60001: " MS_TAKES },
+	{ "pool_size=16M reclaim_wait_ms=99999999999999999999", "reclaim_wait_ms=99999999999999999999: " MS_TAKES },
+	{ "pool_size=16M reclaim_wait_ms=\"500\n\"", "reclaim_wait_ms=500\\n: " MS_TAKES },
+	{ "pool_size=16M reclaim_wait_ms", "reclaim_wait_ms=: " MS_TAKES },
 	/* nodes. */
 	{ "pool_size=16M nodes=63", "nodes: node 63 has no memory the pool can use (or does not exist)" },
 	{ "pool_size=16M nodes=abc", "nodes=abc: " NODES_TAKES },
@@ -178,7 +192,8 @@ TEST(size_params_read)
 	sizes_shown(_metadata, "pool_size=016M max_size=00032MiB per_process_limit=1T",
 		    "16384 kB", "32768 kB", "1073741824 kB");
 	sizes_shown(_metadata, "pool_size=16M max_size= per_process_limit= policy= "
-		    "cgroup_limits= nodes= dev_mode= strict= selftest=",
+		    "cgroup_limits= nodes= dev_mode= strict= selftest= "
+		    "reclaim_wait_ms= reclaim_rate=",
 		    "16384 kB", "0 kB", "0 kB");
 }
 
@@ -189,7 +204,8 @@ TEST(words_read)
 		"strict=0", "strict=n", "strict=N", "strict=off", "strict",
 		"strict=1", "strict=y", "strict=Y", "strict=on", "selftest=0",
 		"huge_maps=0", "huge_maps=n", "dev_mode=0600", "dev_mode=600",
-		"nodes=0",
+		"nodes=0", "reclaim_wait_ms=0", "reclaim_wait_ms=60000",
+		"reclaim_rate=0", "reclaim_rate=64MiB",
 	};
 	char params[128];
 	unsigned int i;
@@ -200,6 +216,46 @@ TEST(words_read)
 		EXPECT_EQ(0, gp_load(params)) TH_LOG("params \"%s\"", params);
 		EXPECT_EQ(0, gp_unload_wait(5000));
 	}
+}
+
+/* The parameter in force, as /sys shows it, in buf. */
+static const char *param_now(const char *name, char *buf, size_t len)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), GP_SYSMOD "/parameters/%s", name);
+	buf[0] = 0;
+	if (gp_read_file(path, buf, len) > 0)
+		buf[strcspn(buf, "\n")] = 0;
+	return buf;
+}
+
+/*
+ * reclaim_wait_ms written while loaded: by the same reader, with the line
+ * break echo adds; a bad value is refused and the value in force stays.
+ */
+TEST(reclaim_wait_written)
+{
+	static const char *const bad[] = { "\n", "5s\n", "-1\n", "60001\n",
+					   "500\n\n", " 500\n" };
+	char path[256], now[64];
+	unsigned int i;
+
+	GP_REQUIRE();
+	ASSERT_EQ(0, gp_load("pool_size=16M reclaim_wait_ms=250"));
+	EXPECT_STREQ("250", param_now("reclaim_wait_ms", now, sizeof(now)));
+	snprintf(path, sizeof(path), GP_SYSMOD "/parameters/reclaim_wait_ms");
+	EXPECT_EQ(0, gp_write_file(path, "500\n"));
+	EXPECT_STREQ("500", param_now("reclaim_wait_ms", now, sizeof(now)));
+	EXPECT_EQ(0, gp_write_file(path, "0"));
+	EXPECT_STREQ("0", param_now("reclaim_wait_ms", now, sizeof(now)));
+	EXPECT_EQ(0, gp_write_file(path, "60000\n"));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-EINVAL, gp_write_file(path, bad[i]))
+			TH_LOG("wrote \"%s\"", bad[i]);
+		EXPECT_STREQ("60000", param_now("reclaim_wait_ms", now, sizeof(now)));
+	}
+	EXPECT_EQ(0, gp_unload_wait(5000));
 }
 
 TEST_HARNESS_MAIN

@@ -133,16 +133,17 @@ TEST_F(pool, stats_short_array)
 	EXPECT_EQ(0x5a5a5a5a5a5a5a5aULL, nodes[1].total);
 }
 
-/* Holder: <pid> <kB> <chunks> <comm>. */
+/* Holder: <pid> <kB> <chunks> <idle kB> <comm>. */
 static int find_holder(const char *text, int pid, long long *kb,
 		       long long *chunks, char *comm)
 {
 	const char *p = text;
+	long long idle;
 	int hp;
 
 	while ((p = strstr(p, "Holder:"))) {
-		if (sscanf(p, "Holder: %d %lld %lld %15s", &hp, kb, chunks,
-			   comm) == 4 && hp == pid)
+		if (sscanf(p, "Holder: %d %lld %lld %lld %15s", &hp, kb,
+			   chunks, &idle, comm) == 5 && hp == pid)
 			return 1;
 		p++;
 	}

@@ -17,7 +17,7 @@
 #include <linux/types.h>
 
 #define GPUPOOL_ABI_MAJOR	1
-#define GPUPOOL_ABI_MINOR	1
+#define GPUPOOL_ABI_MINOR	2
 
 #define GPUPOOL_IOC_MAGIC	'G'
 
@@ -46,6 +46,13 @@ struct gpupool_version {
  * this bit, limits are the module's own (GPUPOOL_CGROUP_SET_LIMIT).
  */
 #define GPUPOOL_FEATURE_DMEM		(1ull << 1)
+/*
+ * Idle memory circulates (ABI 1.2): holders mark idle chunks
+ * (GPUPOOL_IOC_IDLE), an ALLOC the pool or a cgroup limit refuses asks
+ * them for some back and waits, and a holder learns what it is asked
+ * for by poll() (POLLPRI) and GPUPOOL_IOC_ASKED.
+ */
+#define GPUPOOL_FEATURE_RECLAIM		(1ull << 2)
 
 #define GPUPOOL_IOC_VERSION	_IOWR(GPUPOOL_IOC_MAGIC, 0x00, struct gpupool_version)
 
@@ -66,14 +73,23 @@ struct gpupool_version {
  * its ancestors until its last reference is gone, wherever the task, the
  * mappings or exported fds go meanwhile (see GPUPOOL_IOC_CGROUP).
  *
+ * When the pool (or `node`'s sub-pool) is full, or a cgroup limit would
+ * refuse it, and other files hold chunks they marked idle
+ * (GPUPOOL_IOC_IDLE, ABI 1.2), the ALLOC asks them for some back and
+ * waits, at most the reclaim_wait_ms module parameter, until what it
+ * asked for is given back; then it tries once more.  Which chunks, and
+ * what the ask came to: GPUPOOL_IOC_ASK_REPORT.  GPUPOOL_ALLOC_NO_RECLAIM
+ * fails at once instead (a caller that will first give back idle chunks
+ * of its own).
+ *
  * Errors: -EINVAL (size 0, bad flags, non-zero node without
  * GPUPOOL_ALLOC_NODE, non-zero pad/reserved), -ENODEV (no sub-pool on
  * `node`), -ENOMEM (the pool cannot serve it, even after waiting for freed
- * chunks to be zeroed and trying to grow), -EDQUOT (the process would
- * exceed the per_process_limit module parameter), -ENOSPC (the task's
- * cgroup or one of its ancestors would exceed its limit: which one,
- * GPUPOOL_IOC_CGROUP with GPUPOOL_CGROUP_LAST_DENIAL tells), -EINTR
- * (killed while waiting).
+ * chunks to be zeroed, trying to grow and asking holders of idle chunks),
+ * -EDQUOT (the process would exceed the per_process_limit module
+ * parameter), -ENOSPC (the task's cgroup or one of its ancestors would
+ * exceed its limit: which one, GPUPOOL_IOC_CGROUP with
+ * GPUPOOL_CGROUP_LAST_DENIAL tells), -EINTR (killed while waiting).
  */
 struct gpupool_alloc {
 	__u64 size;			/* in: bytes wanted, > 0 */
@@ -87,7 +103,10 @@ struct gpupool_alloc {
 };
 
 #define GPUPOOL_ALLOC_NODE		(1u << 0)	/* node is valid: strict */
-#define GPUPOOL_ALLOC_VALID_FLAGS	(GPUPOOL_ALLOC_NODE)
+/* Ask no one for idle chunks: refuse at once (ABI 1.2, FEATURE_RECLAIM). */
+#define GPUPOOL_ALLOC_NO_RECLAIM	(1u << 1)
+#define GPUPOOL_ALLOC_VALID_FLAGS	(GPUPOOL_ALLOC_NODE | \
+					 GPUPOOL_ALLOC_NO_RECLAIM)
 
 #define GPUPOOL_IOC_ALLOC	_IOWR(GPUPOOL_IOC_MAGIC, 0x01, struct gpupool_alloc)
 
@@ -246,5 +265,119 @@ struct gpupool_cgroup {
 #define GPUPOOL_NO_LIMIT		(~0ull)
 
 #define GPUPOOL_IOC_CGROUP	_IOWR(GPUPOOL_IOC_MAGIC, 0x05, struct gpupool_cgroup)
+
+/*
+ * Reclaim of idle memory (ABI 1.2, GPUPOOL_FEATURE_RECLAIM).
+ *
+ * A holder that keeps freed chunks mapped for reuse (a cache) tells the
+ * module which of them hold nothing in use: GPUPOOL_IOC_IDLE marks a
+ * chunk of this file idle, or busy again (GPUPOOL_IDLE_BUSY).  Only
+ * those transitions are told; a chunk is busy until marked idle, and
+ * idle until marked busy, freed or its file closed.  Memory in use is
+ * never asked for.
+ *
+ * An ALLOC that is refused (pool full; a cgroup limit) asks for idle
+ * chunks of other files, oldest idle first, only as many bytes as it
+ * lacks: any file's for a full pool (only chunks on `node` for a strict
+ * ALLOC), only chunks charged inside the limiting cgroup's subtree for a
+ * cgroup limit.  A process is asked for no more than the reclaim_rate
+ * module parameter allows (bytes per second, sustained).  The asked file
+ * polls POLLPRI (poll(), epoll): GPUPOOL_IOC_ASKED lists the handles
+ * asked for; it gives each back (unmap, GPUPOOL_IOC_FREE) or marks it
+ * busy.  The ALLOC waits until every asked chunk is freed or busy again,
+ * or reclaim_wait_ms has passed, then tries once more; its ask ends then
+ * (what was not given back is no longer asked for).
+ */
+
+/*
+ * GPUPOOL_IOC_IDLE: mark this file's chunk `handle` idle (flags 0) or busy
+ * again (GPUPOOL_IDLE_BUSY).  Marking it as it is already changes
+ * nothing (an idle chunk keeps its age).  Errors: -EINVAL (a handle this
+ * file does not hold, bad flags, non-zero pad/reserved), -ENOMEM.
+ */
+struct gpupool_idle {
+	__u64 handle;			/* in */
+	__u32 flags;			/* in: GPUPOOL_IDLE_* */
+	__u32 pad;			/* must be 0 */
+	__u64 reserved[2];		/* must be 0 */
+};
+
+#define GPUPOOL_IDLE_BUSY		(1u << 0)
+#define GPUPOOL_IDLE_VALID_FLAGS	(GPUPOOL_IDLE_BUSY)
+
+#define GPUPOOL_IOC_IDLE	_IOW(GPUPOOL_IOC_MAGIC, 0x06, struct gpupool_idle)
+
+/*
+ * GPUPOOL_IOC_ASKED: the chunks of this file the module asks back, oldest
+ * idle first: up to `nr` handles into the __u64 array at handles_ptr
+ * (may be 0 with nr 0).  Out: nr, how many are asked (more than fit, at
+ * most); bytes, their bytes.  While nr is not 0 the file polls POLLPRI.
+ */
+struct gpupool_asked {
+	__u32 flags;			/* in: must be 0 */
+	__u32 nr;			/* in: room at handles_ptr; out: asked */
+	__u64 handles_ptr;		/* in: user address of nr __u64 */
+	__u64 bytes;			/* out */
+	__u64 reserved[3];		/* must be 0 */
+};
+
+#define GPUPOOL_ASKED_VALID_FLAGS	0u
+
+#define GPUPOOL_IOC_ASKED	_IOWR(GPUPOOL_IOC_MAGIC, 0x07, struct gpupool_asked)
+
+/*
+ * GPUPOOL_IOC_ASK_REPORT: what the last ALLOC of this file that was
+ * refused (-ENOMEM or -ENOSPC before asking) found and asked: the
+ * processes holding idle chunks (up to GPUPOOL_ASK_MAX_HOLDERS, most idle
+ * bytes first; `more` counts the others) and what each gave back by the
+ * end of the wait.  A holder running under another effective uid than
+ * this file's opener is shown without pid or command (GPUPOOL_ASK_HIDDEN)
+ * unless the file was opened with CAP_SYS_ADMIN, as /proc/gpupool shows
+ * holders.  -ENOENT when no ALLOC of this file was refused so.
+ */
+#define GPUPOOL_ASK_MAX_HOLDERS		8
+
+struct gpupool_ask_holder {
+	__s32 pid;			/* in the caller's pid namespace; 0: not shown */
+	__u32 flags;			/* GPUPOOL_ASK_* */
+	__u64 idle;			/* bytes it had idle (those this file saw) */
+	__u64 asked;			/* bytes asked of it */
+	__u64 given;			/* of those, freed by the end of the wait */
+	__u64 busy;			/* of those, marked busy again instead */
+	__u8 comm[16];			/* its command, NUL-terminated */
+	__u64 reserved[2];		/* 0 */
+};
+
+/* Asked for some of its idle chunks. */
+#define GPUPOOL_ASK_ASKED		(1u << 0)
+/* Not asked (or asked less): the reclaim_rate allowance spent. */
+#define GPUPOOL_ASK_THROTTLED		(1u << 1)
+/* Some of its idle chunks could not help: another cgroup's (a cgroup
+ * limit), another node's (a strict ALLOC), or asked by another ALLOC.
+ */
+#define GPUPOOL_ASK_ELSEWHERE		(1u << 2)
+/* Another user's process: pid 0, comm empty. */
+#define GPUPOOL_ASK_HIDDEN		(1u << 3)
+
+struct gpupool_ask_report {
+	__u32 flags;			/* in: must be 0 */
+	__u32 nr;			/* in: room at holders_ptr; out: entries */
+	__u64 holders_ptr;		/* in: user address of nr entries (or 0) */
+	__u64 size;			/* out: the ALLOC's size */
+	__u64 need;			/* out: bytes it looked for */
+	__u64 asked;			/* out: bytes asked, all holders */
+	__u64 given;			/* out: of those, freed by the end */
+	__u64 idle;			/* out: bytes idle in other files */
+	__u64 wait_ns;			/* out: time it waited */
+	__s32 refusal;			/* out: -ENOMEM (pool) or -ENOSPC */
+	__s32 result;			/* out: 0 served after the wait, or -errno */
+	__u32 more;			/* out: holders with idle memory not listed */
+	__u32 timed_out;		/* out: 1 when the wait ended at its bound */
+	__u64 reserved[4];		/* must be 0 */
+};
+
+#define GPUPOOL_ASK_REPORT_VALID_FLAGS	0u
+
+#define GPUPOOL_IOC_ASK_REPORT	_IOWR(GPUPOOL_IOC_MAGIC, 0x08, struct gpupool_ask_report)
 
 #endif /* _UAPI_LINUX_GPUPOOL_H */
