@@ -306,6 +306,28 @@ static __always_inline int gp_file_insert(struct gp_file *f,
 	return ret;
 }
 
+/* An ALLOC's arguments checked, r->strict set; 0 or its refusal. */
+static __always_inline int gp_alloc_check(struct gp_alloc_req *r)
+{
+	if (r->a.flags & ~GPUPOOL_ALLOC_VALID_FLAGS)
+		return -EINVAL;
+	if (r->a.pad || !gp_zeroed(r->a.reserved, sizeof(r->a.reserved)))
+		return -EINVAL;
+	r->strict = r->a.flags & GPUPOOL_ALLOC_NODE;
+	if (!r->strict && r->a.node)
+		return -EINVAL;
+	if (r->strict && r->a.node >= GP_MAX_NID)
+		return -ENODEV;
+	if (!r->a.size)
+		return -EINVAL;
+	if (r->a.size > U64_MAX - PAGE_SIZE) {
+		/* Rounding would overflow: no pool holds it. */
+		gp_pool_count_failure(r->strict ? r->a.node : numa_node_id());
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /*
  * Inlined into gp_ioctl() with its charge, whatever the compiler's
  * stack-frame heuristics would choose: ALLOC is the ioctl users wait on,
@@ -324,23 +346,9 @@ static __always_inline long gp_ioctl_alloc(struct file *file,
 
 	if (copy_from_user(&r.a, uarg, sizeof(r.a)))
 		return -EFAULT;
-	if (r.a.flags & ~GPUPOOL_ALLOC_VALID_FLAGS)
-		return -EINVAL;
-	if (r.a.pad || !gp_zeroed(r.a.reserved, sizeof(r.a.reserved)))
-		return -EINVAL;
-	r.strict = r.a.flags & GPUPOOL_ALLOC_NODE;
-	if (!r.strict && r.a.node)
-		return -EINVAL;
-	if (r.strict && r.a.node >= GP_MAX_NID)
-		return -ENODEV;
-	if (!r.a.size)
-		return -EINVAL;
-	if (r.a.size > U64_MAX - PAGE_SIZE) {
-		/* Rounding would overflow: no pool holds it. */
-		gp_pool_count_failure(r.strict ? r.a.node : numa_node_id());
-		return -ENOMEM;
-	}
-
+	ret = gp_alloc_check(&r);
+	if (ret)
+		return ret;
 	r.final = (r.a.flags & GPUPOOL_ALLOC_NO_RECLAIM) || !gp_rc_possible();
 	r.by_pool = false;
 	ret = gp_alloc_try(f, &r, &c);

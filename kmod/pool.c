@@ -275,28 +275,57 @@ void gp_pool_refused(u64 size, int nid, struct gp_holder *holder,
 }
 
 /*
- * About how many bytes an ALLOC of size the pool refused lacks: size less
- * the largest free chunk of a node it may take from (strict: nid alone);
- * U64_MAX when no such node can ever hold size.  May sleep.
+ * About how many bytes an ALLOC of size the pool refused lacks, on the
+ * node that lacks least of those it may take from (strict: nid alone):
+ * what its free bytes lack, or, when they would do but are in pieces,
+ * what its largest free chunk lacks (the bytes given back join the free
+ * ones next to them, which is where an idle chunk's neighbours often
+ * are; where they do not, the ALLOC's retry fails).  U64_MAX when no
+ * such node can ever hold size.  May sleep.
  */
 u64 gp_pool_shortfall(u64 size, int nid, bool strict)
 {
+	u64 need = U64_MAX, lack, have;
 	struct gpupool_pool_stats s;
-	u64 best = 0, cap = 0;
 	unsigned int i;
 
 	for (i = 0; i < gp_nr_nodes; i++) {
 		struct gp_node *n = gp_nodes[i];
 
-		if (strict && n->nid != nid)
+		if ((strict && n->nid != nid) ||
+		    size > (u64)n->cap_blocks << GP_BLOCK_SHIFT)
 			continue;
 		gp_pool_node_stats(n, &s);
-		best = max(best, s.largest_free);
-		cap = max_t(u64, cap, (u64)n->cap_blocks << GP_BLOCK_SHIFT);
+		have = s.free >= size ? s.largest_free : s.free;
+		lack = size > have ? size - have : size;
+		need = min(need, lack);
 	}
-	if (size > cap)
-		return U64_MAX;
-	return size > best ? size - best : size;
+	return need;
+}
+
+/*
+ * c from first when it has room, else from another node with room; then
+ * the same with waits and growth (gp_node_alloc()), starting with first.
+ */
+static int gp_pool_alloc_any(struct gp_node *first, u64 size,
+			     struct gp_chunk *c)
+{
+	unsigned long seen;
+	unsigned int i;
+	u64 wait_for;
+	int ret;
+
+	ret = gp_node_try_alloc(first, size, c, &wait_for, &seen);
+	for (i = 0; ret == -ENOMEM && i < gp_nr_nodes; i++)
+		if (gp_nodes[i] != first)
+			ret = gp_node_try_alloc(gp_nodes[i], size, c, &wait_for,
+						&seen);
+	if (ret == -ENOMEM)
+		ret = gp_node_alloc(first, size, c);
+	for (i = 0; ret == -ENOMEM && i < gp_nr_nodes; i++)
+		if (gp_nodes[i] != first)
+			ret = gp_node_alloc(gp_nodes[i], size, c);
+	return ret;
 }
 
 /*
@@ -318,9 +347,6 @@ int gp_pool_alloc(u64 size, int nid, bool strict_node, bool final,
 	u64 t0 = trace_gpupool_alloc_enabled() ? ktime_get_ns() : 0;
 	struct gp_node *first;
 	struct gp_chunk *c;
-	unsigned long seen;
-	unsigned int i;
-	u64 wait_for;
 	int ret;
 
 	if (!size)
@@ -337,33 +363,18 @@ int gp_pool_alloc(u64 size, int nid, bool strict_node, bool final,
 	kref_init(&c->kref);
 	INIT_LIST_HEAD(&c->link);
 
-	if (strict_node) {
-		ret = gp_node_alloc(first, size, c);
-		goto out;
-	}
-	ret = gp_node_try_alloc(first, size, c, &wait_for, &seen);
-	for (i = 0; ret == -ENOMEM && i < gp_nr_nodes; i++)
-		if (gp_nodes[i] != first)
-			ret = gp_node_try_alloc(gp_nodes[i], size, c, &wait_for,
-						&seen);
-	if (ret == -ENOMEM)
-		ret = gp_node_alloc(first, size, c);
-	for (i = 0; ret == -ENOMEM && i < gp_nr_nodes; i++)
-		if (gp_nodes[i] != first)
-			ret = gp_node_alloc(gp_nodes[i], size, c);
-out:
+	ret = strict_node ? gp_node_alloc(first, size, c) :
+			    gp_pool_alloc_any(first, size, c);
 	if (ret == -ENOMEM) {
-		kfree(c);
 		if (final)
 			gp_pool_refused_at(size, first->nid, holder,
 					   charge->cgroup_id, t0);
-		return ret;
-	}
-	if (trace_gpupool_alloc_enabled())
+	} else if (trace_gpupool_alloc_enabled()) {
 		trace_gpupool_alloc(size, ret ? 0 : c->size,
 				    ret ? first->nid : c->node->nid,
 				    pid_nr(holder->tgid), charge->cgroup_id,
 				    t0 ? ktime_get_ns() - t0 : 0, ret);
+	}
 	if (ret) {
 		kfree(c);
 		return ret;
