@@ -224,6 +224,19 @@ static inline pid_t cg_fork_into(const struct cg_env *env, const char *rel)
 	return pid < 0 ? -errno : (pid_t)pid;
 }
 
+/* cg_fork_into() as a forker of gp_child_start(): arg is a struct cg_in. */
+struct cg_in {
+	const struct cg_env *env;
+	const char *rel;
+};
+
+static inline pid_t cg_fork_in(void *arg)
+{
+	const struct cg_in *c = arg;
+
+	return cg_fork_into(c->env, c->rel);
+}
+
 /* Give a cgroup's children the dmem controller. */
 static inline int cg_dmem_enable_below(const struct cg_env *env,
 				       const char *rel)

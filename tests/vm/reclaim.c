@@ -32,7 +32,7 @@
 #define RC_FIXTURE(name, params)					\
 	FIXTURE(name) {							\
 		int fd;							\
-		struct rh a;						\
+		struct gp_child a;						\
 	};								\
 	FIXTURE_SETUP(name)						\
 	{								\
@@ -52,7 +52,7 @@
 RC_FIXTURE(rc, PARAMS);
 
 /* A allocates size and marks it idle: its index. */
-static int64_t a_idle(struct __test_metadata *_metadata, struct rh *a,
+static int64_t a_idle(struct __test_metadata *_metadata, struct gp_child *a,
 		      uint64_t size)
 {
 	int64_t i = rh_alloc(a, size);
@@ -277,7 +277,7 @@ static int b_alloc(void *arg)
  * A idles BIG and ignores asks; B, a child, asks for BIG and waits (for
  * up to 20 s) until A has noticed.  B's pid.
  */
-static pid_t b_waits_on_a(struct __test_metadata *_metadata, struct rh *a)
+static pid_t b_waits_on_a(struct __test_metadata *_metadata, struct gp_child *a)
 {
 	uint64_t size = BIG;
 	pid_t b;

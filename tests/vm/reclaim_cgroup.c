@@ -15,37 +15,25 @@
 #include "cgroup_lib.h"
 #include "reclaim_lib.h"
 
-struct in_cg {
-	const struct cg_env *env;
-	const char *rel;
-};
-
-static pid_t fork_in(void *arg)
-{
-	const struct in_cg *c = arg;
-
-	return cg_fork_into(c->env, c->rel);
-}
-
 FIXTURE(rcg) {
 	struct cg_env env;
 	int fd;
-	struct rh a, o;
+	struct gp_child a, o;
 };
 
 CG_VARIANTS(rcg);
 
 FIXTURE_SETUP(rcg)
 {
-	struct in_cg a = { &self->env, "job/a" }, o = { &self->env, "other" };
+	struct cg_in a = { &self->env, "job/a" }, o = { &self->env, "other" };
 
 	CG_SETUP("reclaim");
 	ASSERT_EQ(0, cg_make(&self->env, "job"));
 	ASSERT_EQ(0, cg_make(&self->env, "job/a"));
 	ASSERT_EQ(0, cg_make(&self->env, "job/b"));
 	ASSERT_EQ(0, cg_make(&self->env, "other"));
-	ASSERT_EQ(0, rh_start_by(&self->a, fork_in, &a));
-	ASSERT_EQ(0, rh_start_by(&self->o, fork_in, &o));
+	ASSERT_EQ(0, rh_start_by(&self->a, cg_fork_in, &a));
+	ASSERT_EQ(0, rh_start_by(&self->o, cg_fork_in, &o));
 	ASSERT_EQ(0, cg_enter(&self->env, "job/b"));
 }
 
@@ -58,7 +46,7 @@ FIXTURE_TEARDOWN(rcg)
 	EXPECT_EQ(0, gp_unload_wait(10000));
 }
 
-static int64_t idle_in(struct rh *h, uint64_t size)
+static int64_t idle_in(struct gp_child *h, uint64_t size)
 {
 	int64_t i = rh_alloc(h, size);
 

@@ -17,7 +17,6 @@
 #define GPUPOOL_TESTS_VM_RECLAIM_LIB_H
 
 #include <poll.h>
-#include <sys/prctl.h>
 
 #include "pool_lib.h"
 
@@ -249,54 +248,32 @@ static inline int rh_main(int sock)
 	}
 }
 
-struct rh {
-	pid_t pid;
-	int sock;
-};
-
-/*
- * Start a holder, forked by fk(arg) (a fork() that returns in both, as
- * cg_fork_into() does to be born in a cgroup), or by fork() when fk is
- * NULL.  0 or -1.
- */
-static inline int rh_start_by(struct rh *h, pid_t (*fk)(void *), void *arg)
+/* A holder: forked by fk(arg), or fork() when fk is NULL (gp_child). */
+static inline int rh_start_by(struct gp_child *h, pid_t (*fk)(void *),
+			      void *arg)
 {
-	int sv[2];
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
-		return -1;
-	h->pid = fk ? fk(arg) : fork();
-	if (h->pid < 0)
-		return -1;
-	if (!h->pid) {
-		close(sv[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		_exit(rh_main(sv[1]));
-	}
-	close(sv[1]);
-	h->sock = sv[0];
-	return 0;
+	return gp_child_start(h, fk, arg, rh_main);
 }
 
-static inline int rh_start(struct rh *h)
+static inline int rh_start(struct gp_child *h)
 {
-	return rh_start_by(h, NULL, NULL);
+	return gp_child_start(h, NULL, NULL, rh_main);
 }
 
 /* One command: its reply (ret -EPIPE when the holder is gone). */
-static inline struct rh_reply rh_call(struct rh *h, char op, uint64_t arg)
+static inline struct rh_reply rh_call(struct gp_child *h, char op,
+				      uint64_t arg)
 {
 	struct rh_cmd c = { op, arg };
 	struct rh_reply r = { -EPIPE, 0, 0, 0 };
 
-	if (write(h->sock, &c, sizeof(c)) != sizeof(c) ||
-	    read(h->sock, &r, sizeof(r)) != sizeof(r))
+	if (gp_child_call(h, &c, sizeof(c), &r, sizeof(r)))
 		r.ret = -EPIPE;
 	return r;
 }
 
 /* Allocate size in the holder: the chunk's index, or -errno. */
-static inline int64_t rh_alloc(struct rh *h, uint64_t size)
+static inline int64_t rh_alloc(struct gp_child *h, uint64_t size)
 {
 	struct rh_reply r = rh_call(h, 'A', size);
 
@@ -307,7 +284,7 @@ static inline int64_t rh_alloc(struct rh *h, uint64_t size)
  * Wait (up to ms) until the holder has noticed an ask: 0, or -ETIMEDOUT.
  * What it does then is its mode's.
  */
-static inline int rh_wait_noticed(struct rh *h, int ms)
+static inline int rh_wait_noticed(struct gp_child *h, int ms)
 {
 	for (; ms > 0; ms -= 10) {
 		if (rh_call(h, 'S', 0).c)
@@ -318,15 +295,11 @@ static inline int rh_wait_noticed(struct rh *h, int ms)
 }
 
 /* Quit and reap: its exit status. */
-static inline int rh_stop(struct rh *h)
+static inline int rh_stop(struct gp_child *h)
 {
 	struct rh_cmd c = { 'Q', 0 };
 
-	kill(h->pid, SIGCONT);
-	if (write(h->sock, &c, sizeof(c)) != sizeof(c))
-		kill(h->pid, SIGKILL);
-	close(h->sock);
-	return gp_reap(h->pid);
+	return gp_child_stop(h, &c, sizeof(c));
 }
 
 #endif /* GPUPOOL_TESTS_VM_RECLAIM_LIB_H */

@@ -225,23 +225,14 @@ FIXTURE_TEARDOWN(race)
 TEST_F_TIMEOUT(race, busy_again_while_given_back, 300)
 {
 	unsigned long served = 0, refused = 0, dirty = 0;
-	struct gpupool_pool_stats st;
 	struct gpupool_alloc b;
 	double t0 = gp_now(), t;
-	int sv[2], ret;
-	pid_t pid;
+	struct gp_child a;
 	char *p, c;
+	int ret;
 
-	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		close(sv[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		_exit(a_main(sv[1]));
-	}
-	close(sv[1]);
-	ASSERT_EQ(1, read(sv[0], &c, 1));
+	ASSERT_EQ(0, gp_child_start(&a, NULL, NULL, a_main));
+	ASSERT_EQ(1, read(a.sock, &c, 1));
 
 	for (;;) {
 		t = gp_now() - t0;
@@ -270,21 +261,15 @@ TEST_F_TIMEOUT(race, busy_again_while_given_back, 300)
 		       served, refused, gp_now() - t0, gp_proc_num("ReclaimAsks"),
 		       gp_proc_num("ReclaimGiven"), gp_proc_num("ReclaimBusy"),
 		       gp_proc_num("ReclaimTimeouts"));
-	EXPECT_EQ(1, write(sv[0], "q", 1));
-	EXPECT_EQ(0, gp_reap(pid)) TH_LOG("A lost bytes of a busy chunk (1) or failed");
-	close(sv[0]);
+	EXPECT_EQ(0, gp_child_stop(&a, "q", 1))
+		TH_LOG("A lost bytes of a busy chunk (1) or failed");
 	EXPECT_EQ(0, dirty);
 	EXPECT_LE(MIN_EACH * SLOT_SIZE >> 10, gp_proc_num("ReclaimGiven"));
 	EXPECT_LE(MIN_EACH * SLOT_SIZE >> 10, gp_proc_num("ReclaimBusy"));
 
 	/* Both gone (B's file stays open): nothing idle, nothing in use. */
-	EXPECT_EQ(0, gp_wait_quiet(30000, 1));
-	EXPECT_EQ(0, gp_proc_num("Idle"));
 	EXPECT_EQ(0, gp_proc_num("ChunksIdle"));
-	st = gp_pool();
-	EXPECT_EQ(0, st.in_use);
-	EXPECT_EQ(st.total, st.free);
-	EXPECT_EQ(st.allocs, st.frees);
+	GP_EXPECT_DRAINED();
 }
 
 TEST_HARNESS_MAIN
