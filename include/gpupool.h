@@ -93,7 +93,8 @@ struct gp_options {
 	/* Host side.  0 means the default in brackets. */
 	uint64_t host_limit;		/* bytes mapped at most [no limit] */
 	uint64_t host_cache_max;	/* idle cached bytes kept at most [no cap] */
-	uint64_t host_gc_idle_ms;	/* release segments idle this long [never] */
+	uint64_t host_gc_idle_ms;	/* release segments idle this long [10000;
+					 * GP_HOST_GC_NEVER: never] */
 	uint64_t host_small_segment;	/* segment for requests <= 1 MiB, at
 					 * least 1 MiB [2 MiB] */
 	/* Device side. */
@@ -105,6 +106,11 @@ struct gp_options {
 					 * libcudart.so.13] (copied) */
 	uint64_t reserved[8];		/* must be 0 */
 };
+
+/* host_gc_idle_ms: idle segments go back only when asked, trimmed or
+ * over a limit, never for their age (what 0 meant before ABI 1.2).
+ */
+#define GP_HOST_GC_NEVER	UINT64_MAX
 
 /* Defaults: everything 0, backend AUTO, numa_node GP_NUMA_ANY. */
 void gp_options_init(struct gp_options *opts);

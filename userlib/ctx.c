@@ -181,6 +181,10 @@ static int gp_open_options(struct gp_ctx *ctx)
 		return ret;
 	if (!ctx->opt.host_small_segment)
 		ctx->opt.host_small_segment = 2 * GP_MIB;
+	if (!ctx->opt.host_gc_idle_ms)
+		ctx->opt.host_gc_idle_ms = GP_HOST_GC_IDLE_MS;
+	else if (ctx->opt.host_gc_idle_ms == GP_HOST_GC_NEVER)
+		ctx->opt.host_gc_idle_ms = 0;	/* as gp_host_gc() reads it */
 	ctx->page_size = gp_page_size_test ? gp_page_size_test :
 			 (uint64_t)sysconf(_SC_PAGESIZE);
 	return 0;

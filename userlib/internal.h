@@ -72,6 +72,10 @@ struct gp_reader_pool;
 #define GP_HOST_MEDIUM_MAX	(10 * GP_MIB)	/* (1, 10] MiB: a 20 MiB segment */
 #define GP_HOST_MEDIUM_SEG	(20 * GP_MIB)
 #define GP_HUGE_PAGE		(2 * GP_MIB)	/* large segments round to this */
+/* host_gc_idle_ms's default: an idle segment goes back after this long
+ * (docs/library.md, "Idle memory circulates", says why this much).
+ */
+#define GP_HOST_GC_IDLE_MS	10000ull
 
 /* The largest request either pool considers; larger ones fail with -ENOMEM
  * before any rounding (to pages, 2 MiB or a segment size), none of which

@@ -50,6 +50,18 @@ struct gp_backend_ops {
 	void (*info)(struct gp_ctx *ctx, struct gp_info *info);
 	/* Its words for gp_info's why (NULL: nothing to say). */
 	const char *(*why)(const struct gp_ctx *ctx);
+	/* Idle memory that circulates (NULL: the backend's system asks for
+	 * nothing).  mark: seg, a pool segment, holds nothing in use (idle)
+	 * or something again; said to the system, which may then ask for
+	 * idle ones back.  asked: wait up to timeout_ms (-1: no bound) until
+	 * the system asks for idle segments or stop_fd is readable: 0 with
+	 * the asked segments' khandles in handles (*nr, at most room),
+	 * -ECANCELED (stop_fd), -ETIMEDOUT or -errno.  A map of a segment
+	 * with no_ask set asks no one for theirs.
+	 */
+	void (*mark)(struct gp_ctx *ctx, struct gp_seg *seg, bool idle);
+	int (*asked)(struct gp_ctx *ctx, int stop_fd, int timeout_ms,
+		     uint64_t *handles, uint32_t room, uint32_t *nr);
 };
 extern const struct gp_backend_ops gp_backend_user;
 extern const struct gp_backend_ops gp_backend_kernel;

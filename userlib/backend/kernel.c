@@ -11,6 +11,11 @@
  * where the limit is the dmem controller's, by reading dmem.max and
  * dmem.current up from the task's cgroup (cgroupfs.c).
  *
+ * With a module of ABI 1.2 (GPUPOOL_FEATURE_RECLAIM) the library's idle
+ * segments circulate: kernel_reclaim.c tells the module which are idle
+ * and hears which it asks back, and a refusal's message says what was
+ * idle where.
+ *
  * On open the library asks GPUPOOL_IOC_VERSION and refuses a module it
  * cannot talk to, saying which side is too old.  Exported chunks are
  * descriptors of their own (GPUPOOL_IOC_EXPORT); an importer sizes them with
@@ -31,24 +36,8 @@
 #include "internal.h"
 #include "backend/backend.h"
 #include "backend/cgroupfs.h"
+#include "backend/kernel.h"
 #include "host/seg.h"
-
-#define GP_DEV_PATH	"/dev/gpupool"
-
-/* ctx->backend_data: what the probe learnt, and the open device. */
-struct gp_kernel {
-	int fd;				/* /dev/gpupool */
-	uint32_t abi_major, abi_minor;	/* the module's */
-	uint64_t node_mask;		/* the module's sub-pools, by node */
-	uint64_t gran;			/* the unit of host memory */
-	bool huge_maps;			/* /proc/gpupool's HugeMaps */
-	char why[128];			/* for gp_info: what the module is */
-};
-
-static struct gp_kernel *gp_kernel_of(const struct gp_ctx *ctx)
-{
-	return ctx->backend_data;
-}
 
 /*
  * Does the module map a chunk's whole 2 MiB blocks with 2 MiB entries
@@ -184,6 +173,7 @@ int gp_kernel_probe(struct gp_ctx *ctx, bool forced, char *why, size_t len)
 	k->abi_minor = v.abi_minor;
 	k->node_mask = v.node_mask;
 	k->huge_maps = gp_kernel_read_huge_maps();
+	k->reclaim = v.features & GPUPOOL_FEATURE_RECLAIM;
 	k->gran = v.granularity > ctx->page_size ? v.granularity : ctx->page_size;
 	ctx->backend_data = k;
 	snprintf(k->why, sizeof(k->why),
@@ -429,23 +419,30 @@ static int gp_kernel_cgroup_refused(struct gp_ctx *ctx, const char *a,
 	return ret;
 }
 
+/* ALLOC of size refused with errno e: -errno, with the message. */
 static int gp_kernel_alloc_error(struct gp_ctx *ctx, int e, uint64_t size)
 {
-	char a[32];
+	char a[32], idle[256];
+	int ret;
 
 	gp_fmt_bytes(a, sizeof(a), size);
 	switch (e) {
 	case ENOSPC:
-		return gp_kernel_cgroup_refused(ctx, a, size);
+		ret = gp_kernel_cgroup_refused(ctx, a, size);
+		gp_kernel_idle_words(ctx, idle, sizeof(idle));
+		return idle[0] ? gp_err(ctx, ret, "%s%s", gp_last_error(ctx), idle) :
+		       ret;
 	case EDQUOT:
 		return gp_err(ctx, -ENOMEM,
 			      "gpupool.ko refused %s: this process would exceed the "
 			      "module's per_process_limit parameter (raise it in "
 			      "/sys/module/gpupool/parameters or at modprobe)", a);
 	case ENOMEM:
+		gp_kernel_idle_words(ctx, idle, sizeof(idle));
 		return gp_err(ctx, -ENOMEM,
-			      "gpupool.ko cannot serve %s: the pool is full (see "
-			      "/proc/gpupool; load the module with a larger pool)", a);
+			      "gpupool.ko cannot serve %s: the pool is full%s (see "
+			      "/proc/gpupool; load the module with a larger pool)",
+			      a, idle);
 	case ENODEV:
 		return gp_err(ctx, -ENODEV,
 			      "gpupool.ko has no sub-pool on NUMA node %d", ctx->numa_node);
@@ -454,32 +451,47 @@ static int gp_kernel_alloc_error(struct gp_ctx *ctx, int e, uint64_t size)
 	}
 }
 
+/*
+ * The ALLOC of a segment: from node (-1: any), asking no other process
+ * for idle memory when another node will be tried after this one
+ * (then_any) or the host pools will give back idle segments of their own
+ * first (seg->no_ask).
+ */
+static void gp_kernel_alloc_arg(struct gp_ctx *ctx, const struct gp_seg *seg,
+				uint64_t size, int node, bool then_any,
+				struct gpupool_alloc *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = size;
+	if (node >= 0) {
+		a->flags = GPUPOOL_ALLOC_NODE;
+		a->node = (uint32_t)node;
+	}
+	if (gp_kernel_of(ctx)->reclaim && (seg->no_ask || then_any))
+		a->flags |= GPUPOOL_ALLOC_NO_RECLAIM;
+}
+
 static int gp_kernel_map(struct gp_ctx *ctx, struct gp_seg *seg, uint64_t size,
 			 bool keep_fd)
 {
+	bool preferred = ctx->numa_node >= 0 &&
+			 !(ctx->opt.flags & GP_OPEN_NUMA_STRICT);
 	struct gpupool_alloc a;
 	void *addr;
 	int e;
 
 	(void)keep_fd;	/* the handle stands for the chunk; EXPORT makes fds */
-	memset(&a, 0, sizeof(a));
-	a.size = size;
-	if (ctx->numa_node >= 0) {
-		a.flags = GPUPOOL_ALLOC_NODE;
-		a.node = (uint32_t)ctx->numa_node;
-	}
+	gp_kernel_alloc_arg(ctx, seg, size, ctx->numa_node, preferred, &a);
 	if (ioctl(gp_kernel_of(ctx)->fd, GPUPOOL_IOC_ALLOC, &a)) {
 		e = errno;
-		if (!(e == ENODEV || e == ENOMEM) || ctx->numa_node < 0 ||
-		    (ctx->opt.flags & GP_OPEN_NUMA_STRICT))
+		if (!(e == ENODEV || e == ENOMEM) || !preferred)
 			return gp_kernel_alloc_error(ctx, e, size);
 		/* Preferred, not strict: any node will do.  The request is
 		 * written afresh: what a refused ioctl left in it is not ours.
 		 */
 		gp_debug(ctx, "node %d cannot serve %llu bytes; any node",
 			 ctx->numa_node, (unsigned long long)size);
-		memset(&a, 0, sizeof(a));
-		a.size = size;
+		gp_kernel_alloc_arg(ctx, seg, size, -1, false, &a);
 		if (ioctl(gp_kernel_of(ctx)->fd, GPUPOOL_IOC_ALLOC, &a))
 			return gp_kernel_alloc_error(ctx, errno, size);
 	}
@@ -570,4 +582,6 @@ const struct gp_backend_ops gp_backend_kernel = {
 	.granularity = gp_kernel_granularity,
 	.info = gp_kernel_info,
 	.why = gp_kernel_why,
+	.mark = gp_kernel_mark,
+	.asked = gp_kernel_asked,
 };

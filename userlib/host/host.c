@@ -18,8 +18,10 @@
  * on an LRU list and go back to the system (cudaHostUnregister, then unmap)
  * on gp_host_trim(), when idle bytes exceed host_cache_max (oldest first),
  * when one has been idle for host_gc_idle_ms (checked on every free and on
- * every growth), when a new segment would exceed host_limit, and all of
- * them when the system refuses a new segment (then it is tried once more).
+ * every growth, and by the keeper thread), when another process asks for
+ * it (the keeper, keeper.c), when a new segment would exceed host_limit,
+ * and all of them when the system refuses a new segment (then it is tried
+ * once more, other processes' idle memory asked for only then).
  *
  * segments.c has the segments and the idle list; this file the pools, the
  * API, set-up and tear-down; their state is struct gp_host (pools.h).
@@ -36,6 +38,32 @@
 #include "host/pools.h"
 
 static struct gp_seg *gp_host_seg_at(struct gp_ctx *ctx, uint64_t addr);
+
+/*
+ * A new segment of want bytes for pool kind, or of least when want (more)
+ * is refused.  No other process is asked for its idle memory (the kernel
+ * backend's ALLOC would) for the optional want, nor while this one has
+ * idle segments of its own: refused, those go back first and least is
+ * asked for once more, others' idle memory with it.
+ */
+static int gp_host_new_seg(struct gp_ctx *ctx, int kind, uint64_t want,
+			   uint64_t least, struct gp_seg **seg)
+{
+	bool own_idle = !gp_list_empty(&ctx->host->idle);
+	int ret;
+
+	ret = gp_seg_create(ctx, want, kind, false, own_idle || want > least,
+			    seg);
+	if (ret && ret != -EIO && want > least) {
+		gp_debug(ctx, "segment of %llu refused; trying %llu",
+			 (unsigned long long)want, (unsigned long long)least);
+		ret = gp_seg_create(ctx, want = least, kind, false, own_idle,
+				    seg);
+	}
+	if (gp_host_refused(ret) && gp_host_release_idle(ctx))
+		ret = gp_seg_create(ctx, want, kind, false, false, seg);
+	return ret;
+}
 
 /* Add a segment able to hold `size` to pool `kind`. */
 static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
@@ -65,14 +93,7 @@ static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
 		ret = gp_host_make_room(ctx, want = least);
 	if (ret)
 		return ret;
-	ret = gp_seg_create(ctx, want, kind, false, &seg);
-	if (ret && ret != -EIO && want > least) {
-		gp_debug(ctx, "segment of %llu refused; trying %llu",
-			 (unsigned long long)want, (unsigned long long)least);
-		ret = gp_seg_create(ctx, want = least, kind, false, &seg);
-	}
-	if (gp_host_refused(ret) && gp_host_release_idle(ctx))
-		ret = gp_seg_create(ctx, want, kind, false, &seg);
+	ret = gp_host_new_seg(ctx, kind, want, least, &seg);
 	if (ret)
 		return ret;
 	ret = bfc_add_region(hp->b, seg->addr, seg->size, &seg->region_id);
@@ -84,7 +105,7 @@ static int gp_host_grow(struct gp_ctx *ctx, int kind, uint64_t size)
 		gp_seg_destroy(ctx, seg);
 		return gp_err(ctx, -ENOMEM, "out of memory for pool metadata");
 	}
-	gp_idle_add(ctx, seg);
+	gp_idle_add(ctx, seg, false);	/* new: taken from at once */
 	return 0;
 }
 
@@ -101,9 +122,11 @@ static int gp_host_alloc_own(struct gp_ctx *ctx, size_t size, void **ptr)
 	ret = gp_host_make_room(ctx, rounded);
 	if (ret)
 		return ret;
-	ret = gp_seg_create(ctx, rounded, GP_SEG_OWN, true, &seg);
+	/* Others asked only once this process's own idle segments are gone. */
+	ret = gp_seg_create(ctx, rounded, GP_SEG_OWN, true,
+			    !gp_list_empty(&ctx->host->idle), &seg);
 	if (gp_host_refused(ret) && gp_host_release_idle(ctx))
-		ret = gp_seg_create(ctx, rounded, GP_SEG_OWN, true, &seg);
+		ret = gp_seg_create(ctx, rounded, GP_SEG_OWN, true, false, &seg);
 	if (ret)
 		return ret;
 	if (gp_map_put(&ctx->host->own, seg->addr, seg)) {
@@ -219,7 +242,7 @@ static int gp_host_give(struct gp_ctx *ctx, uint64_t addr, uint64_t *tag,
 		ctx->host->st.in_use -= ci.size;
 		ctx->host->st.requested -= ci.requested;
 		if (--seg->nr_used == 0)
-			gp_idle_add(ctx, seg);
+			gp_idle_add(ctx, seg, true);
 		*tag = ci.tag;
 		*requested = ci.requested;
 		return 0;
@@ -443,6 +466,7 @@ int gp_host_init(struct gp_ctx *ctx)
 	pthread_mutex_init(&h->lock, NULL);
 	gp_list_init(&h->segs);
 	gp_list_init(&h->idle);
+	h->pid = getpid();
 	h->gran = ctx->ops->granularity(ctx);
 	if (ctx->ops->memlock_limit)
 		h->st.memlock_limit = ctx->ops->memlock_limit(ctx);
@@ -468,9 +492,10 @@ void gp_host_fini(struct gp_ctx *ctx)
 
 	if (!h)
 		return;
+	gp_keeper_stop(ctx);
 	while ((seg = gp_list_first(&h->segs, struct gp_seg, link))) {
 		if (gp_list_linked(&seg->idle_link))
-			gp_idle_del(ctx, seg);
+			gp_idle_unlink(ctx, seg);
 		gp_seg_destroy(ctx, seg);
 	}
 	for (kind = 0; kind < GP_NR_HPOOLS; kind++) {

@@ -37,6 +37,11 @@ struct gp_host {
 	bool unregistered;
 	/* Told as a segment goes (gp_host_on_seg_gone), or NULL. */
 	gp_seg_gone_fn *seg_gone;
+	/* The thread that gives idle segments back (keeper.c), or NULL
+	 * until one first goes idle.
+	 */
+	struct gp_keeper *keeper;
+	pid_t pid;		/* the process that opened the context */
 };
 
 /* Why host memory is not registered when unregistered is set. */
@@ -44,9 +49,11 @@ struct gp_host {
 				"child of fork() cannot once its parent has used CUDA)"
 
 /* segments.c, lock held */
-/* Map + register a segment and account it. */
+/* Map + register a segment and account it; no_ask: the backend's map asks
+ * no other process for idle memory (this one has some to give back first).
+ */
 int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
-		  struct gp_seg **out);
+		  bool no_ask, struct gp_seg **out);
 /* The backend's unmap of a segment, counted. */
 void gp_seg_unmap(struct gp_ctx *ctx, struct gp_seg *seg);
 /* Unregister, unmap, unaccount and free a segment. */
@@ -58,9 +65,17 @@ void gp_seg_link(struct gp_ctx *ctx, struct gp_seg *seg);
  * segments; -ENOMEM (message set) when even that is not enough.
  */
 int gp_host_make_room(struct gp_ctx *ctx, uint64_t size);
-/* The LRU of idle pool segments: one joins (at the back), one leaves. */
-void gp_idle_add(struct gp_ctx *ctx, struct gp_seg *seg);
+/* The LRU of idle pool segments: one joins (at the back; tell: it went
+ * idle, say so to the backend and start the keeper, not a new one), one
+ * leaves (busy again: said to the backend when it was told idle).
+ */
+void gp_idle_add(struct gp_ctx *ctx, struct gp_seg *seg, bool tell);
 void gp_idle_del(struct gp_ctx *ctx, struct gp_seg *seg);
+/* Off the idle list, the backend not told (the segment goes). */
+void gp_idle_unlink(struct gp_ctx *ctx, struct gp_seg *seg);
+struct gp_seg *gp_idle_oldest(struct gp_ctx *ctx);
+/* Give an idle pool segment back to the system. */
+void gp_release_idle_seg(struct gp_ctx *ctx, struct gp_seg *seg);
 /* Enforce host_cache_max and host_gc_idle_ms. */
 void gp_host_gc(struct gp_ctx *ctx);
 void gp_release_all_idle(struct gp_ctx *ctx);
@@ -70,5 +85,14 @@ void gp_release_all_idle(struct gp_ctx *ctx);
 bool gp_host_release_idle(struct gp_ctx *ctx);
 /* Worth that retry (see there). */
 bool gp_host_refused(int ret);
+
+/* keeper.c: the thread that gives idle segments back when another process
+ * asks for them (kernel backend) and when they have been idle
+ * host_gc_idle_ms, also while the process calls nothing.  Started (lock
+ * held) when a segment first goes idle, in the process that opened the
+ * context only; stopped (lock not held) at close.
+ */
+void gp_keeper_start(struct gp_ctx *ctx);
+void gp_keeper_stop(struct gp_ctx *ctx);
 
 #endif /* GPUPOOL_USERLIB_HOST_POOLS_H */

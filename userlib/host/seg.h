@@ -17,8 +17,8 @@
 enum gp_hpool_kind { GP_POOL_SMALL, GP_POOL_LARGE, GP_NR_HPOOLS };
 
 /* A backend's map or import fills addr, size, fd, huge, khandle, locked,
- * parts and part_size, and its unmap reads them (and kind, set before);
- * the rest is the host pools'.
+ * parts and part_size, and its unmap reads them (and kind and no_ask, set
+ * before); the rest is the host pools'.
  */
 struct gp_seg {
 	uint64_t addr;
@@ -31,6 +31,8 @@ struct gp_seg {
 	uint32_t nr_used;	/* blocks in use in it */
 	uint8_t kind;		/* enum gp_hpool_kind, or GP_SEG_OWN/GP_SEG_IMPORT */
 	bool registered;
+	bool marked;		/* the backend was told it is idle (ops->mark) */
+	bool no_ask;		/* map: ask no other process for idle memory */
 	bool huge;
 	bool locked;		/* user backend: mlocked */
 	uint16_t parts;		/* user backend: memfds mapped side by side (0: one) */

@@ -3,36 +3,58 @@
  * segments.c - the host pools' segments (see host.c): mapped by the
  * backend, registered with CUDA once, on the LRU list of idle ones while no
  * block of theirs is in use, and given back to the system, oldest first,
- * under host_cache_max, host_gc_idle_ms and host_limit.  host_lock held
+ * under host_cache_max, host_gc_idle_ms and host_limit, and when another
+ * process asks (keeper.c).  A segment that goes idle (not a new one) is
+ * said to be so to the backend (ops->mark: the kernel backend tells
+ * gpupool.ko, which may ask for it back), and busy again when a block of
+ * it is taken: only those transitions cost a system call.  host_lock held
  * throughout.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "host/pools.h"
 
 /* Idle list ------------------------------------------------------------------ */
 
-void gp_idle_add(struct gp_ctx *ctx, struct gp_seg *seg)
+void gp_idle_add(struct gp_ctx *ctx, struct gp_seg *seg, bool tell)
 {
 	seg->idle_since = gp_now_ms();
 	gp_list_add_tail(&ctx->host->idle, &seg->idle_link);
 	ctx->host->idle_bytes += seg->size;
+	/* A child of fork() tells nothing: see keeper.c. */
+	if (!tell || ctx->host->pid != getpid())
+		return;
+	if (ctx->ops->mark) {
+		ctx->ops->mark(ctx, seg, true);
+		seg->marked = true;
+	}
+	gp_keeper_start(ctx);
 }
 
 /* The oldest idle segment, or NULL. */
-static struct gp_seg *gp_idle_oldest(struct gp_ctx *ctx)
+struct gp_seg *gp_idle_oldest(struct gp_ctx *ctx)
 {
 	return gp_list_first(&ctx->host->idle, struct gp_seg, idle_link);
 }
 
-void gp_idle_del(struct gp_ctx *ctx, struct gp_seg *seg)
+void gp_idle_unlink(struct gp_ctx *ctx, struct gp_seg *seg)
 {
 	gp_list_del(&seg->idle_link);
 	ctx->host->idle_bytes -= seg->size;
+}
+
+void gp_idle_del(struct gp_ctx *ctx, struct gp_seg *seg)
+{
+	gp_idle_unlink(ctx, seg);
+	if (seg->marked) {
+		ctx->ops->mark(ctx, seg, false);
+		seg->marked = false;
+	}
 }
 
 /* Segments ------------------------------------------------------------------- */
@@ -115,7 +137,7 @@ void gp_seg_link(struct gp_ctx *ctx, struct gp_seg *seg)
 }
 
 int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
-		  struct gp_seg **out)
+		  bool no_ask, struct gp_seg **out)
 {
 	struct gp_seg *seg = calloc(1, sizeof(*seg));
 	int ret;
@@ -124,6 +146,7 @@ int gp_seg_create(struct gp_ctx *ctx, uint64_t size, int kind, bool keep_fd,
 		return gp_err(ctx, -ENOMEM, "out of memory for segment metadata");
 	seg->fd = -1;
 	seg->kind = (uint8_t)kind;
+	seg->no_ask = no_ask;
 	ret = ctx->ops->map(ctx, seg, size, keep_fd);
 	if (ret)
 		goto out_free;
@@ -168,12 +191,12 @@ void gp_seg_destroy(struct gp_ctx *ctx, struct gp_seg *seg)
 }
 
 /* Give an idle pool segment back to the system. */
-static void gp_release_idle_seg(struct gp_ctx *ctx, struct gp_seg *seg)
+void gp_release_idle_seg(struct gp_ctx *ctx, struct gp_seg *seg)
 {
 	struct gp_hpool *hp = &ctx->host->hp[seg->kind];
 	int ret;
 
-	gp_idle_del(ctx, seg);
+	gp_idle_unlink(ctx, seg);
 	ret = bfc_remove_region(hp->b, seg->region_id, NULL, NULL);
 	BFC_ASSERT(ret == 0, "an idle segment is not wholly free in its core");
 	(void)ret;

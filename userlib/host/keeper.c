@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+/*
+ * keeper.c - the host pools' keeper: one thread per context that gives
+ * idle segments back (1) when another process asks for them, through the
+ * backend (ops->asked: on the kernel backend, gpupool.ko asks when it
+ * cannot serve someone else; kmod/reclaim.c has its rules), and (2) when
+ * they have been idle host_gc_idle_ms, also while the process calls the
+ * library no more (a trainer between epochs, a program that freed its
+ * pinned buffers and went on).
+ *
+ * It is started when a segment first goes idle, so a process that never
+ * frees a whole segment has no thread; it sleeps in poll() until asked,
+ * until the oldest idle segment is due, or until stopped (an eventfd
+ * written at close).  It gives back under host_lock, as every other path
+ * does: a segment an allocation takes again before the keeper holds the
+ * lock is busy by then (and said so to the backend, which takes it out of
+ * the ask), and is kept.
+ *
+ * A child of fork() inherits the context but not the thread: it starts
+ * none, and tells the backend nothing (its segments, and its parent's that
+ * it maps too, are the parent's to give back).
+ */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "host/pools.h"
+
+/* Handles taken from one ask, at most (the rest come with the next). */
+#define GP_KEEPER_BATCH	64
+
+struct gp_keeper {
+	pthread_t thread;
+	int stop_fd;		/* eventfd: written to stop the thread */
+	pid_t pid;		/* the process it runs in */
+};
+
+/* host_lock held.  How long the keeper may sleep: until the oldest idle
+ * segment is due (host_gc_idle_ms), or that long when none is idle; -1
+ * when idle segments never go back by age.
+ */
+static int gp_keeper_timeout(struct gp_ctx *ctx)
+{
+	uint64_t idle_ms = ctx->opt.host_gc_idle_ms, now, due;
+	struct gp_seg *seg = gp_idle_oldest(ctx);
+
+	if (!idle_ms || idle_ms > INT32_MAX)
+		return -1;
+	if (!seg)
+		return (int)idle_ms;
+	now = gp_now_ms();
+	due = seg->idle_since + idle_ms;
+	return due <= now ? 0 : (int)(due - now > idle_ms ? idle_ms : due - now);
+}
+
+/* host_lock held.  Give back the idle segments of the asked chunks; one
+ * that is busy again by now was said so already, and stays.
+ */
+static void gp_keeper_give(struct gp_ctx *ctx, const uint64_t *handles,
+			   uint32_t nr)
+{
+	struct gp_seg *found;
+	struct gp_list *pos;
+	uint32_t i;
+
+	for (i = 0; i < nr; i++) {
+		found = NULL;
+		gp_list_each(pos, &ctx->host->idle) {
+			struct gp_seg *s = gp_list_entry(pos, struct gp_seg,
+							 idle_link);
+
+			if (s->khandle == handles[i]) {
+				found = s;
+				break;
+			}
+		}
+		if (!found)
+			continue;
+		gp_debug(ctx, "asked: giving back segment %#llx + %llu",
+			 (unsigned long long)found->addr,
+			 (unsigned long long)found->size);
+		gp_release_idle_seg(ctx, found);
+	}
+}
+
+/* Sleep on stop_fd alone (a backend nobody asks through). */
+static int gp_keeper_sleep(int stop_fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = stop_fd, .events = POLLIN };
+	int n = poll(&p, 1, timeout_ms);
+
+	return n > 0 ? -ECANCELED : -ETIMEDOUT;
+}
+
+static void *gp_keeper_main(void *arg)
+{
+	struct gp_ctx *ctx = arg;
+	struct gp_keeper *k = ctx->host->keeper;
+	uint64_t handles[GP_KEEPER_BATCH];
+	uint32_t nr = 0;
+	int timeout, ret;
+
+	for (;;) {
+		pthread_mutex_lock(&ctx->host->lock);
+		timeout = gp_keeper_timeout(ctx);
+		pthread_mutex_unlock(&ctx->host->lock);
+		ret = ctx->ops->asked ?
+		      ctx->ops->asked(ctx, k->stop_fd, timeout, handles,
+				      GP_KEEPER_BATCH, &nr) :
+		      gp_keeper_sleep(k->stop_fd, timeout);
+		if (ret == -ECANCELED)
+			break;
+		pthread_mutex_lock(&ctx->host->lock);
+		if (!ret)
+			gp_keeper_give(ctx, handles, nr);
+		gp_host_gc(ctx);
+		pthread_mutex_unlock(&ctx->host->lock);
+		if (ret && ret != -ETIMEDOUT) {
+			/* The device failed us: not in a loop. */
+			gp_debug(ctx, "keeper: %s", gp_strerror(ret));
+			gp_keeper_sleep(k->stop_fd, 1000);
+		}
+	}
+	return NULL;
+}
+
+void gp_keeper_start(struct gp_ctx *ctx)
+{
+	struct gp_keeper *k;
+
+	if (ctx->host->keeper || ctx->host->pid != getpid() ||
+	    (!ctx->ops->asked && !ctx->opt.host_gc_idle_ms))
+		return;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		goto out_fail;
+	k->pid = getpid();
+	k->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (k->stop_fd < 0)
+		goto out_free;
+	ctx->host->keeper = k;
+	if (!pthread_create(&k->thread, NULL, gp_keeper_main, ctx))
+		return;
+	ctx->host->keeper = NULL;
+	close(k->stop_fd);
+out_free:
+	free(k);
+out_fail:
+	/* Nothing is lost but the giving back: said, and tried again on the
+	 * next segment that goes idle.
+	 */
+	gp_debug(ctx, "cannot start the keeper thread: idle segments go back "
+		 "only on the library's calls");
+}
+
+void gp_keeper_stop(struct gp_ctx *ctx)
+{
+	struct gp_keeper *k = ctx->host->keeper;
+	uint64_t one = 1;
+
+	if (!k)
+		return;
+	/* In a child of fork() the thread is not there: its copy goes.
+	 * (An eventfd's write fails only past 2^64 - 2.)
+	 */
+	if (k->pid == getpid()) {
+		if (write(k->stop_fd, &one, sizeof(one)) != sizeof(one))
+			gp_debug(ctx, "keeper: cannot say stop");
+		pthread_join(k->thread, NULL);
+	}
+	close(k->stop_fd);
+	free(k);
+	ctx->host->keeper = NULL;
+}
