@@ -64,5 +64,9 @@ int cmd_info(const struct opts *o)
 	       !(v.features & GPUPOOL_FEATURE_CGROUP) ? "none (module before ABI 1.1)" :
 	       v.features & GPUPOOL_FEATURE_DMEM ? "dmem.max (dmem controller), region gpupool" :
 	       "the module's own (gpupoolctl limit)");
+	printf("idle memory:    %s\n",
+	       v.features & GPUPOOL_FEATURE_RECLAIM ?
+	       "asked back when needed (reclaim_wait_ms, reclaim_rate)" :
+	       "never asked back (module before ABI 1.2)");
 	return ret;
 }

@@ -8,7 +8,7 @@
  *
  * gpupool_build_info (the module's version and ABI, gpupoolctl's
  * version), the pool's figures (per NUMA node where /proc/gpupool has
- * them), each holder's bytes, and each cgroup's figures: at most
+ * them), each holder's bytes and idle bytes, and each cgroup's figures: at most
  * --max-cgroups of them by name, the rest summed as cgroup="other".
  * docs/operations.md has the node_exporter setup.
  */
@@ -51,12 +51,24 @@ static const struct metric metrics[] = {
 	{ "LimitDenials", "gpupool_limit_denials_total", "counter", "Allocations refused by per_process_limit." },
 	{ "PoolLimit", "gpupool_limit_bytes", "gauge", "Growth limit (max_size); 0: no growth." },
 	{ "PerProcessLimit", "gpupool_per_process_limit_bytes", "gauge", "Most bytes one process may hold; 0: no limit." },
+	/* ABI 1.2: idle memory and the asks for it (absent before). */
+	{ "Idle", "gpupool_idle_bytes", "gauge", "In chunks their holders keep idle (cached)." },
+	{ "ReclaimAsks", "gpupool_reclaim_asks_total", "counter", "Allocations that asked holders for idle chunks." },
+	{ "ReclaimAsked", "gpupool_reclaim_asked_bytes_total", "counter", "Bytes asked for." },
+	{ "ReclaimGiven", "gpupool_reclaim_given_bytes_total", "counter", "Bytes asked for and given back in time." },
+	{ "ReclaimBusy", "gpupool_reclaim_busy_bytes_total", "counter", "Bytes asked for and in use again instead." },
+	{ "ReclaimTimeouts", "gpupool_reclaim_timeouts_total", "counter", "Asks whose wait ended at reclaim_wait_ms." },
+	{ "ReclaimServed", "gpupool_reclaim_served_total", "counter", "Asking allocations served after their wait." },
+	{ "ReclaimThrottled", "gpupool_reclaim_throttled_total", "counter", "Holders not asked: reclaim_rate spent." },
+	{ "ReclaimWaitTime", "gpupool_reclaim_wait_seconds_total", "counter", "Time asking allocations waited." },
 };
 
 static void prom_value(FILE *out, const struct gpctl_field *f)
 {
 	if (f->unit == 'p')
 		fprintf(out, "%g\n", (double)f->value / 1e6);
+	else if (f->unit == 'm')	/* ms: seconds, as Prometheus has it */
+		fprintf(out, "%g\n", (double)f->value / 1e3);
 	else
 		fprintf(out, "%llu\n", (unsigned long long)f->value);
 }
@@ -272,12 +284,19 @@ static void prom_metric(FILE *out, const struct gpctl_pool *p,
 	}
 }
 
-static void prom_holders(FILE *out, const struct gpctl_pool *p)
+/* A holder's figure: its bytes, or (idle) those of them it keeps idle. */
+static uint64_t holder_figure(const struct gpctl_holder *h, bool idle)
+{
+	return idle ? h->idle : h->bytes;
+}
+
+/* One gauge per holder process: name, or name's idle bytes. */
+static void prom_holder_series(FILE *out, const struct gpctl_pool *p,
+			       const char *name, const char *help, bool idle)
 {
 	size_t i, j;
 
-	fprintf(out, "# HELP gpupool_holder_bytes Bytes counting against each holder process.\n"
-		"# TYPE gpupool_holder_bytes gauge\n");
+	fprintf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
 	for (i = 0; i < p->nr_holders; i++) {
 		const struct gpctl_holder *h = &p->holders[i];
 		uint64_t bytes = 0;
@@ -295,11 +314,21 @@ static void prom_holders(FILE *out, const struct gpctl_pool *p)
 		for (j = i; j < p->nr_holders; j++)
 			if (p->holders[j].pid == h->pid &&
 			    !strcmp(p->holders[j].comm, h->comm))
-				bytes += p->holders[j].bytes;
-		fprintf(out, "gpupool_holder_bytes{pid=\"%lld\",comm=", (long long)h->pid);
+				bytes += holder_figure(&p->holders[j], idle);
+		fprintf(out, "%s{pid=\"%lld\",comm=", name, (long long)h->pid);
 		prom_label(out, h->comm);
 		fprintf(out, "} %llu\n", (unsigned long long)bytes);
 	}
+}
+
+static void prom_holders(FILE *out, const struct gpctl_pool *p)
+{
+	prom_holder_series(out, p, "gpupool_holder_bytes",
+			   "Bytes counting against each holder process.", false);
+	if (p->abi_major > 1 || (p->abi_major == 1 && p->abi_minor >= 2))
+		prom_holder_series(out, p, "gpupool_holder_idle_bytes",
+				   "Of them, bytes the holder keeps idle (cached).",
+				   true);
 }
 
 static void prom_write(FILE *out, const struct gpctl_pool *p, long max_cgroups)

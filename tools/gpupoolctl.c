@@ -73,10 +73,11 @@ static void json_holders(const struct gpctl_pool *p)
 	for (i = 0; i < p->nr_holders; i++) {
 		const struct gpctl_holder *h = &p->holders[i];
 
-		printf("%s{\"pid\": %lld, \"bytes\": %llu, \"chunks\": %llu, \"comm\": ",
+		printf("%s{\"pid\": %lld, \"bytes\": %llu, \"chunks\": %llu, \"idle\": %llu, \"comm\": ",
 		       i ? ", " : "", (long long)h->pid,
 		       (unsigned long long)h->bytes,
-		       (unsigned long long)h->chunks);
+		       (unsigned long long)h->chunks,
+		       (unsigned long long)h->idle);
 		json_str(h->comm);
 		putchar('}');
 	}
@@ -150,6 +151,26 @@ static void text_cgroups(struct gpctl_pool *p, char unit, bool sort_bytes)
 	}
 }
 
+/*
+ * Idle memory and the asks for it, one line (a module before ABI 1.2 has
+ * no such figures: nothing).
+ */
+static void text_reclaim(const struct gpctl_pool *p, char unit)
+{
+	char b1[32], b2[32], b3[32];
+
+	if (!gpctl_field(p, "ReclaimAsks"))
+		return;
+	printf("idle %s in %llu chunks; reclaim: %llu asks, %s asked, %s given back, %llu timeouts, %llu throttled\n",
+	       fmt_size(b1, sizeof(b1), gpctl_value(p, "Idle"), unit),
+	       (unsigned long long)gpctl_value(p, "ChunksIdle"),
+	       (unsigned long long)gpctl_value(p, "ReclaimAsks"),
+	       fmt_size(b2, sizeof(b2), gpctl_value(p, "ReclaimAsked"), unit),
+	       fmt_size(b3, sizeof(b3), gpctl_value(p, "ReclaimGiven"), unit),
+	       (unsigned long long)gpctl_value(p, "ReclaimTimeouts"),
+	       (unsigned long long)gpctl_value(p, "ReclaimThrottled"));
+}
+
 /* stat ---------------------------------------------------------------------- */
 
 static void stat_row(const struct gpctl_pool *p, const char *name,
@@ -217,6 +238,7 @@ static int cmd_stat(const struct opts *o)
 	       (unsigned long long)gpctl_value(&p, "LimitDenials"),
 	       p.nr_holders,
 	       (unsigned long long)gpctl_value(&p, "ReserveTime"));
+	text_reclaim(&p, o->unit);
 	text_cgroups(&p, o->unit, false);
 	gpctl_pool_free(&p);
 	return EX_OK;
@@ -293,15 +315,17 @@ static int top_once(const struct opts *o, bool screen)
 		       fmt_size(b2, sizeof(b2), gpctl_value(&p, "PoolTotal"), o->unit),
 		       fmt_size(b3, sizeof(b3), gpctl_value(&p, "PoolFree"), o->unit),
 		       p.nr_holders, screen ? "   (q to quit)" : "");
-		printf("%8s %12s %8s %6s  %s\n", "PID", "BYTES", "CHUNKS", "%POOL",
-		       "COMMAND");
+		text_reclaim(&p, o->unit);
+		printf("%8s %12s %8s %12s %6s  %s\n", "PID", "BYTES", "CHUNKS",
+		       "IDLE", "%POOL", "COMMAND");
 		for (i = 0; i < p.nr_holders; i++) {
 			const struct gpctl_holder *h = &p.holders[i];
 			uint64_t total = gpctl_value(&p, "PoolTotal");
 
-			printf("%8lld %12s %8llu %5.1f%%  ", (long long)h->pid,
+			printf("%8lld %12s %8llu %12s %5.1f%%  ", (long long)h->pid,
 			       fmt_size(b1, sizeof(b1), h->bytes, o->unit),
 			       (unsigned long long)h->chunks,
+			       fmt_size(b2, sizeof(b2), h->idle, o->unit),
 			       total ? 100.0 * (double)h->bytes / (double)total : 0.0);
 			text_name(h->comm);
 			putchar('\n');

@@ -168,7 +168,7 @@ TEST(stat_json)
 	EXPECT_EQ(0, code);
 	EXPECT_NE(NULL, strstr(out, "\"PoolTotal\": 268435456"));
 	EXPECT_NE(NULL, strstr(out, "\"AbiVersion\": \"1.0\""));
-	EXPECT_NE(NULL, strstr(out, "{\"pid\": 77, \"bytes\": 7340032, \"chunks\": 2, \"comm\": \"data loader \\\"x\\\"\"}")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "{\"pid\": 77, \"bytes\": 7340032, \"chunks\": 2, \"idle\": 0, \"comm\": \"data loader \\\"x\\\"\"}")) TH_LOG("%s", out);
 	free(out);
 }
 
@@ -178,8 +178,8 @@ TEST(top_sorted_by_bytes)
 	char *out = ctl(FIXTURE_FILE, "top -n 1 -b", &code), *a, *b;
 
 	EXPECT_EQ(0, code);
-	a = strstr(out, "      77      7340032        2   2.7%  data loader \"x\"");
-	b = strstr(out, "    4242      1048576        1   0.4%  python3");
+	a = strstr(out, "      77      7340032        2            0   2.7%  data loader \"x\"");
+	b = strstr(out, "    4242      1048576        1            0   0.4%  python3");
 	EXPECT_NE(NULL, a) TH_LOG("%s", out);
 	EXPECT_NE(NULL, b) TH_LOG("%s", out);
 	EXPECT_TRUE(a && b && a < b);
@@ -218,6 +218,60 @@ TEST(map_and_prometheus)
 	EXPECT_NE(NULL, strstr(out, "\ngpupool_build_info{version=\"unknown\",abi_version=\"1.0\",tools_version=\"")) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "gpupool_holder_bytes{pid=\"77\",comm=\"data loader \\\"x\\\"\"} 7340032\n"));
 	free(out);
+}
+
+/*
+ * A module of ABI 1.2: each holder's idle bytes and the pool's reclaim
+ * figures, in top, stat (text and JSON) and prometheus.
+ */
+static const char reclaim_text[] =
+	"AbiVersion:            1.2\n"
+	"PoolTotal:         262144 kB\n"
+	"PoolFree:           98304 kB\n"
+	"InUse:             163840 kB\n"
+	"ChunksInUse:            1\n"
+	"Nodes:                  1\n"
+	"Idle:              163840 kB\n"
+	"ChunksIdle:             1\n"
+	"ReclaimAsks:            3\n"
+	"ReclaimAsked:      491520 kB\n"
+	"ReclaimGiven:      327680 kB\n"
+	"ReclaimBusy:            0 kB\n"
+	"ReclaimTimeouts:        1\n"
+	"ReclaimServed:          2\n"
+	"ReclaimThrottled:       0\n"
+	"ReclaimWaitTime:     1250 ms\n"
+	"Holder: 4242 163840 1 163840 trainer\n"
+	"Holder: 77 0 0 0 loader\n";
+
+TEST(idle_and_reclaim_figures)
+{
+	char path[] = "/tmp/gpctl-rc-XXXXXX", *out;
+	int code = -1, fd = mkstemp(path);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)strlen(reclaim_text),
+		  write(fd, reclaim_text, strlen(reclaim_text)));
+	close(fd);
+	out = ctl(path, "top -n 1", &code);
+	EXPECT_EQ(0, code);
+	EXPECT_NE(NULL, strstr(out, "     PID        BYTES   CHUNKS         IDLE  %POOL  COMMAND\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "    4242      160.0Mi        1      160.0Mi  62.5%  trainer\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "idle 160.0Mi in 1 chunks; reclaim: 3 asks, 480.0Mi asked, 320.0Mi given back, 1 timeouts, 0 throttled\n")) TH_LOG("%s", out);
+	free(out);
+	out = ctl(path, "stat --json", &code);
+	EXPECT_EQ(0, code);
+	EXPECT_TRUE(is_json(out)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"chunks\": 1, \"idle\": 167772160, \"comm\": \"trainer\"")) TH_LOG("%s", out);
+	free(out);
+	out = ctl(path, "prometheus", &code);
+	EXPECT_EQ(0, code);
+	EXPECT_NE(NULL, strstr(out, "\ngpupool_idle_bytes 167772160\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\ngpupool_reclaim_given_bytes_total 335544320\n"));
+	EXPECT_NE(NULL, strstr(out, "\ngpupool_reclaim_wait_seconds_total 1.25\n"));
+	EXPECT_NE(NULL, strstr(out, "\ngpupool_holder_idle_bytes{pid=\"4242\",comm=\"trainer\"} 167772160\n"));
+	free(out);
+	unlink(path);
 }
 
 /*
