@@ -12,6 +12,10 @@
 #                                          7.2 kernel without debug options
 #   make -f bench/kmod.mk run-dmem-debug   the same on the debug kernel
 #   make -f bench/kmod.mk run-pmd          section 6 with 2 MiB entries
+#   make -f bench/kmod.mk run-reclaim      reclaim_bench alone: ALLOC and
+#                                          FREE against the module before
+#                                          reclaim, and a request under
+#                                          pressure against one from a free pool
 #
 # or by hand:
 #   vm/run-vm.sh --kernel <rel> --ko build/kmod/<rel>/gpupool.ko \
@@ -19,10 +23,13 @@
 # The figures are in the streamed output and in build/vm/<rel>/tests.log.
 # Under TCG every figure is slow; compare the ratios, not the times.
 #
-# `run` also builds the baseline modules (KMOD_BASE_REV, KMOD_CG_BASE_REV
-# and KMOD_FORK_BASE_REV, below) from git for the same kernel and hands
-# them to the program as $KMOD_BENCH_BASE_KO, $KMOD_BENCH_CG_BASE_KO and
-# $KMOD_BENCH_FORK_BASE_KO: sections 2b, 5 and 6 load each in turn with
+# `run` runs both programs of $(O)/bench/kmod, kmod_bench and
+# reclaim_bench (bench/reclaim_bench.c), and builds the baseline modules
+# (KMOD_BASE_REV, KMOD_CG_BASE_REV, KMOD_FORK_BASE_REV and
+# KMOD_RECLAIM_BASE_REV, below) from git for the same kernel and hands
+# them to the programs as $KMOD_BENCH_BASE_KO, $KMOD_BENCH_CG_BASE_KO,
+# $KMOD_BENCH_FORK_BASE_KO and $KMOD_BENCH_RECLAIM_BASE_KO: sections 2b,
+# 5, 6 and reclaim_bench's R1 load each in turn with
 # this module in the same VM boot; section 5 also gets this module built
 # as gpupoolb.ko and its baseline as gpupool.ko ($KMOD_BENCH_CG_SWAP_KO,
 # $KMOD_BENCH_CG_SWAP_BASE_KO), to swap their names for half of its
@@ -52,6 +59,10 @@ KMOD_CG_BASE_REV ?= d816f5421c7f5a52f48eed3154eae7b15d46545b
 # chunk mappings dropped VM_MIXEDMAP (the parent of fd42e1b,
 # `git log -- kmod/chunk.c`), whose fork copied every PTE.
 KMOD_FORK_BASE_REV ?= f491bea904c3773e7324fbe150b7fe07291232c9
+# The baseline of reclaim_bench's R1 (ALLOC + FREE without pressure): the
+# module before idle chunks were asked for (`git log -- kmod/reclaim.c`:
+# the parent of the commit that added it).
+KMOD_RECLAIM_BASE_REV ?= 001f439e570fbe0de994cc9775c9c1841369b8fb
 
 # A baseline module: its sources (kmod, core, include, Kbuild) from git at
 # revision $(1), built with that revision's own scripts/build-module.sh,
@@ -113,10 +124,13 @@ swap_env = $(if $(call have_rev,$(KMOD_CG_BASE_REV)),\
 	--env KMOD_BENCH_CG_SWAP_KO=$(call renamed_ko,$(1),$(CG_BASE_NAME)) \
 	--env KMOD_BENCH_CG_SWAP_BASE_KO=$(call base_ko,$(KMOD_CG_BASE_REV),$(1)))
 
-.PHONY: all run run-dmem run-dmem-debug run-pmd debug-base debug-renamed baseline
-all: $(KB_DIR)/kmod_bench
+.PHONY: all run run-reclaim run-dmem run-dmem-debug run-pmd debug-base debug-renamed \
+	baseline
+BENCHES := $(KB_DIR)/kmod_bench $(KB_DIR)/reclaim_bench
+all: $(BENCHES)
 
-$(KB_DIR)/kmod_bench: $(TOP)/bench/kmod_bench.c $(TOP)/include/uapi/linux/gpupool.h
+$(KB_DIR)/%: $(TOP)/bench/%.c $(TOP)/bench/kmod_util.h \
+		$(TOP)/include/uapi/linux/gpupool.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -std=gnu11 $(WARN) -O2 -g $< -o $@
 
@@ -126,18 +140,19 @@ baseline:
 	$(call build_base,$(KMOD_CG_BASE_REV),$(KVER))
 	$(call build_renamed,$(KVER),,$(CG_BASE_NAME))
 	$(call build_base,$(KMOD_FORK_BASE_REV),$(KVER))
+	$(call build_base,$(KMOD_RECLAIM_BASE_REV),$(KVER))
 
 BENCH_ENV = $(foreach v,KMOD_BENCH_SECTIONS KMOD_BENCH_ALLOC_REPS \
 	KMOD_BENCH_BASE_ROUNDS KMOD_BENCH_BASE_REPS KMOD_BENCH_CG_PARAMS \
 	KMOD_BENCH_CG_DEPTH \
-	KMOD_BENCH_FORK_ROUNDS,\
+	KMOD_BENCH_FORK_ROUNDS KMOD_BENCH_RECLAIM_ROUNDS,\
 	$(if $($(v)),--env $(v)=$($(v))))
 
 # BOOTS=N: N boots, one after another (build/vm/kmod-bench-<rel>-boot<i>/),
 # and section 5's verdict on the median of their ratios
 # (bench/section5-boots.sh).
 BOOTS ?= 1
-run: $(KB_DIR)/kmod_bench baseline
+run: $(BENCHES) baseline
 	$(MAKE) -C $(TOP) --no-print-directory module KVER=$(KVER)
 	@[ "$(BOOTS)" -ge 1 ] 2>/dev/null || { echo "kmod bench: BOOTS=$(BOOTS): a number of boots, 1 or more"; exit 1; }
 	@logs=""; for b in $$(seq 1 $(BOOTS)); do \
@@ -149,10 +164,22 @@ run: $(KB_DIR)/kmod_bench baseline
 		$(call base_env,KMOD_BENCH_CG_BASE_KO,$(KMOD_CG_BASE_REV),$(KVER),$(CG_BASE_NAME)) \
 		$(call swap_env,$(KVER)) \
 		$(call base_env,KMOD_BENCH_FORK_BASE_KO,$(KMOD_FORK_BASE_REV),$(KVER)) \
+		$(call base_env,KMOD_BENCH_RECLAIM_BASE_KO,$(KMOD_RECLAIM_BASE_REV),$(KVER)) \
 		$(BENCH_ENV) --mem 4G --test-timeout 1800 --timeout 2000 || exit 1; \
 		logs="$$logs $(O)/vm/$$name/tests.log"; \
 	done; \
 	if [ $(BOOTS) -gt 1 ]; then $(TOP)/bench/section5-boots.sh $$logs; fi
+
+# reclaim_bench alone (the `r` section: R1 against the module before
+# reclaim, R2 under pressure), in a VM of its own.
+run-reclaim: $(KB_DIR)/reclaim_bench
+	$(call build_base,$(KMOD_RECLAIM_BASE_REV),$(KVER))
+	$(MAKE) -C $(TOP) --no-print-directory module KVER=$(KVER)
+	$(TOP)/vm/run-vm.sh --kernel $(KVER) --name kmod-reclaim-$(KVER) \
+		--build-dir $(O) --ko $(O)/kmod/$(KVER)/gpupool.ko \
+		--tests $(KB_DIR) --filter reclaim_bench \
+		$(call base_env,KMOD_BENCH_RECLAIM_BASE_KO,$(KMOD_RECLAIM_BASE_REV),$(KVER)) \
+		$(BENCH_ENV) --mem 4G --test-timeout 1800 --timeout 2000
 
 # Sections on a 7.2 kernel built here, this module against a baseline
 # built from git for it, in one boot:

@@ -88,64 +88,10 @@
 
 #include <linux/gpupool.h>
 
-#define MiB	(1ULL << 20)
-#define GiB	(1ULL << 30)
+#include "kmod_util.h"
+
 #define REPS	5
 #define ALLOC_REPS	41
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return v[n / 2];
-}
-
-static void touch(volatile char *p, uint64_t len)
-{
-	uint64_t i;
-
-	for (i = 0; i < len; i += 4096)
-		p[i] = 1;
-}
-
-/* Load module file ko with params, unloading a module of that name first. */
-static int load_ko(const char *ko, const char *name, const char *params)
-{
-	int fd, ret;
-
-	syscall(SYS_delete_module, name, O_NONBLOCK);
-	fd = open(ko, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ret = syscall(SYS_finit_module, fd, params, 0);
-	close(fd);
-	return ret;
-}
-
-static int load(const char *params)
-{
-	const char *ko = getenv("GPUPOOL_KO");
-
-	if (!ko || !*ko) {
-		fprintf(stderr, "kmod_bench: GPUPOOL_KO not set\n");
-		return -1;
-	}
-	return load_ko(ko, "gpupool", params);
-}
 
 /* ALLOC + mmap + touch; the chunk is freed after the timing. */
 static double pool_buffer(int fd, uint64_t size)
@@ -187,20 +133,6 @@ static double anon_buffer(uint64_t size)
 	t = now() - t0;
 	munmap(p, size);
 	return t;
-}
-
-/* Wait until freed chunks are zeroed, so the next timing starts clean. */
-static void settle(int fd)
-{
-	struct gpupool_stats st;
-	int i;
-
-	for (i = 0; i < 2000; i++) {
-		memset(&st, 0, sizeof(st));
-		if (ioctl(fd, GPUPOOL_IOC_STATS, &st) || !st.total.zeroing)
-			return;
-		usleep(5000);
-	}
 }
 
 static void bench_buffers(int fd)
@@ -579,26 +511,6 @@ static int want_section(char c)
 	const char *s = getenv("KMOD_BENCH_SECTIONS");
 
 	return !s || !*s || strchr(s, c);
-}
-
-/* Unload module name; 0 when it is gone. */
-static int unload_name(const char *name)
-{
-	int i;
-
-	for (i = 0; i < 200; i++) {
-		if (!syscall(SYS_delete_module, name, O_NONBLOCK) ||
-		    errno == ENOENT)
-			return 0;
-		usleep(10000);
-	}
-	return -1;
-}
-
-/* Unload gpupool (whichever build is loaded); 0 when it is gone. */
-static int unload(void)
-{
-	return unload_name("gpupool");
 }
 
 #define BASE_ROUNDS_MAX	ALLOC_REPS
