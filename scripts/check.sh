@@ -353,7 +353,7 @@ slurm_block() {
 # io_uring fixed buffers, sharing (the whole library suite runs on the
 # stock kernels' lib blocks; fork on 2 MiB entries is the VM suite's
 # huge_maps).  The split keeps the parts within a minute of each other.
-debug_heavy="fault_inject,load_many,bfc_selftest,ctl_output,attacks"
+debug_heavy="fault_inject,load_many,bfc_selftest,ctl_output,attacks,circulate_pingpong"
 debug_lib="host_alloc,read_file,share_fork"
 debug_block() {
 	part=$1
