@@ -32,6 +32,12 @@
 
 /* Handles taken from one ask, at most (the rest come with the next). */
 #define GP_KEEPER_BATCH	64
+/*
+ * Its stack: what giving back calls (CUDA's unregister, munmap, an ioctl)
+ * needs, with room for sanitizers; not the process's default of 8 MiB
+ * of address space for every context.  A multiple of every page size.
+ */
+#define GP_KEEPER_STACK	(256 * 1024)
 
 struct gp_keeper {
 	pthread_t thread;
@@ -128,6 +134,21 @@ static void *gp_keeper_main(void *arg)
 	return NULL;
 }
 
+/* The thread, on a stack of GP_KEEPER_STACK: 0 or an errno value. */
+static int gp_keeper_spawn(struct gp_keeper *k, struct gp_ctx *ctx)
+{
+	pthread_attr_t attr;
+	int ret = pthread_attr_init(&attr);
+
+	if (ret)
+		return ret;
+	ret = pthread_attr_setstacksize(&attr, GP_KEEPER_STACK);
+	if (!ret)
+		ret = pthread_create(&k->thread, &attr, gp_keeper_main, ctx);
+	pthread_attr_destroy(&attr);
+	return ret;
+}
+
 void gp_keeper_start(struct gp_ctx *ctx)
 {
 	struct gp_keeper *k;
@@ -143,7 +164,7 @@ void gp_keeper_start(struct gp_ctx *ctx)
 	if (k->stop_fd < 0)
 		goto out_free;
 	ctx->host->keeper = k;
-	if (!pthread_create(&k->thread, NULL, gp_keeper_main, ctx))
+	if (!gp_keeper_spawn(k, ctx))
 		return;
 	ctx->host->keeper = NULL;
 	close(k->stop_fd);
