@@ -254,7 +254,7 @@ struct gp_host_stats {
 	uint64_t unregister_calls;	/* cudaHostUnregister calls, ever */
 	uint64_t registered;		/* segments registered now */
 	uint64_t exports, imports;	/* successful calls, ever */
-	uint64_t trimmed;		/* bytes given back by trim/cap/gc, ever */
+	uint64_t trimmed;		/* bytes given back by trim/cap/gc/asks, ever */
 	uint64_t failed;		/* allocations that failed */
 };
 int gp_host_stats(struct gp_ctx *ctx, struct gp_host_stats *stats);
