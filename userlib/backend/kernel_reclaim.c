@@ -63,6 +63,8 @@ int gp_kernel_asked(struct gp_ctx *ctx, int stop_fd, int timeout_ms,
 		return errno == EINTR ? -ETIMEDOUT : -errno;
 	if (p[0].revents)
 		return -ECANCELED;
+	if (p[1].revents & (POLLNVAL | POLLERR))
+		return -EBADF;	/* not in a loop: the keeper waits on error */
 	if (!n || !(p[1].revents & POLLPRI))
 		return -ETIMEDOUT;
 	memset(&q, 0, sizeof(q));
