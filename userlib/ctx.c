@@ -65,6 +65,24 @@ static int gp_env_limits(struct gp_ctx *ctx)
 	return ret;
 }
 
+/* The most GPUPOOL_HOST_GC_IDLE_MS takes: a day (longer: say 0, never). */
+#define GP_ENV_GC_IDLE_MAX	86400000ull
+
+/* GPUPOOL_HOST_GC_IDLE_MS, when gp_options has no host_gc_idle_ms: the
+ * interposer's (which opens with the defaults) way to set it; 0: never.
+ */
+static int gp_env_gc(struct gp_ctx *ctx)
+{
+	uint64_t ms = 0;
+	int ret;
+
+	ret = gp_env_count(ctx, "GPUPOOL_HOST_GC_IDLE_MS", 0, GP_ENV_GC_IDLE_MAX,
+			   &ms);
+	if (ret > 0 && !ctx->opt.host_gc_idle_ms)
+		ctx->opt.host_gc_idle_ms = ms ? ms : GP_HOST_GC_NEVER;
+	return ret;
+}
+
 /* The names GPUPOOL_BACKEND takes, in enum gp_backend's order. */
 static const char *const gp_backend_names[] = { "auto", "kernel", "user", NULL };
 static const char *const gp_dev_mode_names[] = { "auto", "segments", NULL };
@@ -99,6 +117,8 @@ static int gp_apply_env(struct gp_ctx *ctx)
 		ret = gp_env_policy(ctx);
 	if (ret >= 0)
 		ret = gp_env_limits(ctx);
+	if (ret >= 0)
+		ret = gp_env_gc(ctx);
 	return ret < 0 ? ret : 0;
 }
 

@@ -17,6 +17,7 @@
 #define DEV_LIMIT_TAKES	SIZE_TAKES "; or " FRACTION
 #define DEV_FRACTION_TAKES "expected " FRACTION ", or a size (digits and a unit, as 40G)"
 #define COUNT_TAKES	"expected a whole number from 1 to 65536"
+#define GC_TAKES	"expected a whole number from 0 to 86400000"
 #define PERCENT_TAKES	"expected a percentage from 0 to 1000, up to 4 decimals (as 9.09), or none"
 #define BOOL_TAKES	"expected 1, yes, true or on, or 0, no, false or off"
 
@@ -68,6 +69,12 @@ static const struct bad {
 	{ "GPUPOOL_POPULATE_THREADS", "2.5", "GPUPOOL_POPULATE_THREADS=2.5: a fraction (a whole number is digits alone); " COUNT_TAKES },
 	{ "GPUPOOL_POPULATE_THREADS", " 4", "GPUPOOL_POPULATE_THREADS= 4: white space before the number; " COUNT_TAKES },
 	{ "GPUPOOL_POPULATE_THREADS", "4 ", "GPUPOOL_POPULATE_THREADS=4 : white space after the number; " COUNT_TAKES },
+	{ "GPUPOOL_HOST_GC_IDLE_MS", "10s", "GPUPOOL_HOST_GC_IDLE_MS=10s: something after the number; " GC_TAKES },
+	{ "GPUPOOL_HOST_GC_IDLE_MS", "-1", "GPUPOOL_HOST_GC_IDLE_MS=-1: negative; " GC_TAKES },
+	{ "GPUPOOL_HOST_GC_IDLE_MS", "86400001", "GPUPOOL_HOST_GC_IDLE_MS=86400001: too large; " GC_TAKES },
+	{ "GPUPOOL_HOST_GC_IDLE_MS", "0x10", "GPUPOOL_HOST_GC_IDLE_MS=0x10: something after the number; " GC_TAKES },
+	{ "GPUPOOL_HOST_GC_IDLE_MS", "never", "GPUPOOL_HOST_GC_IDLE_MS=never: not a number; " GC_TAKES },
+	{ "GPUPOOL_HOST_GC_IDLE_MS", "1.5", "GPUPOOL_HOST_GC_IDLE_MS=1.5: a fraction (a whole number is digits alone); " GC_TAKES },
 	/* A percentage, or none. */
 	{ "GPUPOOL_DEV_HEADROOM", "abc", "GPUPOOL_DEV_HEADROOM=abc: not a number; " PERCENT_TAKES },
 	{ "GPUPOOL_DEV_HEADROOM", "-1", "GPUPOOL_DEV_HEADROOM=-1: negative; " PERCENT_TAKES },
@@ -102,7 +109,7 @@ static const char *const vars[] = {
 	"GPUPOOL_HOST_LIMIT", "GPUPOOL_DEV_LIMIT", "GPUPOOL_POPULATE_THREADS",
 	"GPUPOOL_DEV_HEADROOM", "GPUPOOL_BACKEND", "GPUPOOL_DEV_MODE",
 	"GPUPOOL_POLICY", "GPUPOOL_DEBUG", "GPUPOOL_REQUIRE_CUDA",
-	"GPUPOOL_CUDART",
+	"GPUPOOL_HOST_GC_IDLE_MS", "GPUPOOL_CUDART",
 };
 #define NR_VARS	(sizeof(vars) / sizeof(vars[0]))
 
@@ -217,6 +224,55 @@ TEST(good_values_are_read)
 		gp_close(ctx);
 		restore_env();
 	}
+}
+
+/* One small buffer freed, then (at least gone_ms later) a large one
+ * freed, whose free checks the age limit: the bytes given back since.
+ */
+static uint64_t trimmed_after_a_free(struct __test_metadata *_metadata,
+				     struct gp_ctx *ctx, unsigned int gone_ms)
+{
+	struct gp_host_stats st = { 0 };
+	void *small = NULL, *large = NULL;
+
+	EXPECT_EQ(0, gp_host_alloc(ctx, 4096, 0, &small));
+	EXPECT_EQ(0, gp_host_alloc(ctx, 12 << 20, 0, &large));
+	if (small)
+		EXPECT_EQ(0, gp_host_free(ctx, small));
+	usleep(gone_ms * 1000);
+	if (large)
+		EXPECT_EQ(0, gp_host_free(ctx, large));
+	EXPECT_EQ(0, gp_host_stats(ctx, &st));
+	return small && large ? st.trimmed : UINT64_MAX;
+}
+
+/*
+ * GPUPOOL_HOST_GC_IDLE_MS is host_gc_idle_ms where gp_options sets none
+ * (the interposer's): at 1 ms, a segment idle 20 ms goes back on the next
+ * free (the default, 10 s, would keep it); a value in gp_options wins.
+ */
+TEST(gc_idle_ms_is_read)
+{
+	struct gp_options o;
+	struct gp_ctx *ctx;
+	uint64_t trimmed;
+	struct rt rt;
+
+	rt_load(&rt);
+	save_env();
+	setenv("GPUPOOL_HOST_GC_IDLE_MS", "1", 1);
+	OPEN(NULL, &ctx);
+	trimmed = trimmed_after_a_free(_metadata, ctx, 20);
+	EXPECT_LE(2u << 20, trimmed);
+	EXPECT_NE(UINT64_MAX, trimmed);
+	gp_close(ctx);
+
+	gp_options_init(&o);
+	o.host_gc_idle_ms = GP_HOST_GC_NEVER;
+	OPEN(&o, &ctx);
+	EXPECT_EQ(0, trimmed_after_a_free(_metadata, ctx, 20));
+	gp_close(ctx);
+	restore_env();
 }
 
 /*
