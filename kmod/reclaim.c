@@ -423,6 +423,7 @@ static void gp_rc_send(struct gp_ask *a, u64 chosen)
 	struct gp_rc_seen *e;
 	struct gp_idle *r;
 	unsigned int i;
+	bool first;
 
 	lockdep_assert_held(&gp_rc_lock);
 	for (i = 0; i < a->nr_seen; i++) {
@@ -434,10 +435,15 @@ static void gp_rc_send(struct gp_ask *a, u64 chosen)
 		e->out.flags |= GPUPOOL_ASK_ASKED;
 		gp_rc_fig.holders_asked++;
 	}
+	/* The count first, then the wakeup: a poll woken re-reads it
+	 * (gp_rc_poll(), without gp_rc_lock), and one that found it 0 after
+	 * the wakeup would sleep through the ask.
+	 */
 	list_for_each_entry(r, &a->asked, ask_link) {
-		if (!r->rf->asked)
-			wake_up_poll(&r->rf->wq, EPOLLPRI);
+		first = !r->rf->asked;
 		r->rf->asked += r->size;
+		if (first)
+			wake_up_poll(&r->rf->wq, EPOLLPRI);
 	}
 	a->pending = chosen;
 	gp_rc_fig.asks++;
