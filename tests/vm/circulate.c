@@ -24,7 +24,7 @@ FIXTURE(cir) {
 FIXTURE_SETUP(cir)
 {
 	GP_REQUIRE();
-	ASSERT_EQ(0, gp_load_1("pool_size=256M"));
+	ASSERT_EQ(0, gp_load_1("pool_size=256M " GP_RECLAIM_WAIT));
 	ASSERT_EQ(0, lh_start_by(&self->a, NULL, NULL));
 	ASSERT_EQ(0, lh_start_by(&self->b, NULL, NULL));
 }
@@ -65,6 +65,7 @@ TEST_F(cir, stopped_holder_is_named)
 	char want[64];
 	int st;
 
+	ASSERT_EQ(0, gp_set_param("reclaim_wait_ms", "1000"));
 	ASSERT_EQ(0, lh_call(&self->a, 'a', BIG).ret);
 	ASSERT_EQ(0, lh_call(&self->a, 'f', 0).ret);
 	ASSERT_EQ(0, kill(self->a.pid, SIGSTOP));
@@ -79,6 +80,7 @@ TEST_F(cir, stopped_holder_is_named)
 	EXPECT_EQ(1, gp_proc_num("ReclaimTimeouts"));
 
 	/* Running again, A still has its cache, and answers the next ask. */
+	ASSERT_EQ(0, gp_set_param("reclaim_wait_ms", GP_RECLAIM_WAIT_MS));
 	ASSERT_EQ(0, kill(self->a.pid, SIGCONT));
 	r = lh_call(&self->b, 'a', BIG);
 	EXPECT_EQ(0, r.ret) TH_LOG("B: %s", r.msg);

@@ -29,6 +29,7 @@ FIXTURE_SETUP(ccg)
 		     o = { &self->env, "other" };
 
 	CG_SETUP("circulate");
+	ASSERT_EQ(0, gp_set_param("reclaim_wait_ms", GP_RECLAIM_WAIT_MS));
 	ASSERT_EQ(0, cg_make(&self->env, "job"));
 	ASSERT_EQ(0, cg_make(&self->env, "job/a"));
 	ASSERT_EQ(0, cg_make(&self->env, "job/b"));

@@ -115,7 +115,7 @@ static int finish(struct prog *c)
 	return gp_reap(c->pid);
 }
 
-GP_LOADED_FIXTURE(ci, "pool_size=256M", 20000)
+GP_LOADED_FIXTURE(ci, "pool_size=256M " GP_RECLAIM_WAIT, 20000)
 
 TEST_F(ci, strict_programs_share_through_idle_caches)
 {

@@ -69,7 +69,7 @@ static int worker(int in, int out, int report)
 	return write(report, &res, sizeof(res)) == sizeof(res) ? 0 : 2;
 }
 
-GP_LOADED_FIXTURE(pp, "pool_size=256M", 20000)
+GP_LOADED_FIXTURE(pp, "pool_size=256M " GP_RECLAIM_WAIT, 20000)
 
 TEST_F_TIMEOUT(pp, four_pass_200_mib_around, MAX_SECS + 120)
 {

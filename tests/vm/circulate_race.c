@@ -94,7 +94,7 @@ static int a_main(int sock)
 	return atomic_load(&a.lost) ? 1 : atomic_load(&a.odd) ? 4 : 0;
 }
 
-GP_LOADED_FIXTURE(cr, "pool_size=256M", 20000)
+GP_LOADED_FIXTURE(cr, "pool_size=256M " GP_RECLAIM_WAIT, 20000)
 
 TEST_F_TIMEOUT(cr, busy_again_while_given_back, MAX_SECS + 60)
 {

@@ -247,6 +247,24 @@ static inline int gp_write_file(const char *path, const char *val)
 	return n < 0 ? (int)n : n == (ssize_t)strlen(val) ? 0 : -EIO;
 }
 
+/* Write a module parameter (those of mode 0644): 0 or -errno. */
+static inline int gp_set_param(const char *name, const char *val)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), GP_SYSMOD "/parameters/%s", name);
+	return gp_write_file(path, val);
+}
+
+/*
+ * reclaim_wait_ms for tests whose asks are answered: an answered ask ends
+ * when what it asked for is given back, whatever the bound, so a long one
+ * costs nothing and never cuts a slow VM (the debug kernel's, under load)
+ * short.  A test of a holder that cannot answer sets a short one.
+ */
+#define GP_RECLAIM_WAIT_MS	"30000"
+#define GP_RECLAIM_WAIT		"reclaim_wait_ms=" GP_RECLAIM_WAIT_MS
+
 /* The value of "Key:" in a `Key: value` text (e.g. /proc/gpupool), leading
  * blanks skipped, copied up to the end of the line; NULL when absent.
  */

@@ -26,7 +26,7 @@
 
 #define POOL	(256 * MiB)
 #define BIG	(160 * MiB)
-#define PARAMS	"pool_size=256M"
+#define PARAMS	"pool_size=256M " GP_RECLAIM_WAIT
 
 /* The module loaded with params, B's file, and holder A. */
 #define RC_FIXTURE(name, params)					\
@@ -84,7 +84,24 @@ static long long holder_idle_kb(pid_t pid)
 
 static void set_wait_ms(struct __test_metadata *_metadata, const char *ms)
 {
-	ASSERT_EQ(0, rh_set_param("reclaim_wait_ms", ms));
+	ASSERT_EQ(0, gp_set_param("reclaim_wait_ms", ms));
+}
+
+/* What fd's last ask came to, for the log of an ALLOC refused. */
+static const char *ask_said(int fd)
+{
+	struct gpupool_ask_holder h[GPUPOOL_ASK_MAX_HOLDERS];
+	struct gpupool_ask_report r;
+	static char buf[160];
+
+	if (rh_report(fd, &r, h))
+		return "no report";
+	snprintf(buf, sizeof(buf),
+		 "need %llu asked %llu given %llu idle %llu timed_out %u wait %llu ns",
+		 (unsigned long long)r.need, (unsigned long long)r.asked,
+		 (unsigned long long)r.given, (unsigned long long)r.idle,
+		 (unsigned int)r.timed_out, (unsigned long long)r.wait_ns);
+	return buf;
 }
 
 TEST_F(rc, idle_memory_serves_another)
@@ -101,7 +118,8 @@ TEST_F(rc, idle_memory_serves_another)
 	EXPECT_EQ(BIG >> 10, holder_idle_kb(self->a.pid));
 
 	/* B is served while A lives: A gave its idle chunk back. */
-	ASSERT_EQ(0, gp_alloc_ex(self->fd, BIG, 0, 0, &b));
+	ASSERT_EQ(0, gp_alloc_ex(self->fd, BIG, 0, 0, &b))
+		TH_LOG("%s", ask_said(self->fd));
 	ASSERT_EQ(0, rh_report(self->fd, &r, h));
 	EXPECT_EQ(-ENOMEM, r.refusal);
 	EXPECT_EQ(0, r.result);
@@ -157,7 +175,8 @@ TEST_F(rc, oldest_first_only_what_is_lacking)
 	for (i = 3; i >= 0; i--)
 		ASSERT_EQ(0, rh_call(&self->a, 'I', i).ret);
 
-	ASSERT_EQ(0, gp_alloc_ex(self->fd, BIG, 0, 0, &b));
+	ASSERT_EQ(0, gp_alloc_ex(self->fd, BIG, 0, 0, &b))
+		TH_LOG("%s", ask_said(self->fd));
 	ASSERT_EQ(0, rh_report(self->fd, &r, h));
 	EXPECT_EQ(BIG - 96 * MiB, r.need);
 	EXPECT_EQ(80 * MiB, r.asked);
@@ -179,6 +198,7 @@ TEST_F(rc, stopped_holder_cannot_answer)
 	struct gpupool_alloc b;
 	int st;
 
+	set_wait_ms(_metadata, "1000");
 	ASSERT_EQ(0, a_idle(_metadata, &self->a, BIG));
 	ASSERT_EQ(0, kill(self->a.pid, SIGSTOP));
 	ASSERT_EQ(self->a.pid, waitpid(self->a.pid, &st, WUNTRACED));
@@ -189,7 +209,9 @@ TEST_F(rc, stopped_holder_cannot_answer)
 	EXPECT_EQ(-ENOMEM, r.result);
 	EXPECT_EQ(BIG, r.asked);
 	EXPECT_EQ(0, r.given);
-	/* The bound is reclaim_wait_ms (1000 by default): waited that long. */
+	/* The bound is reclaim_wait_ms (the default's 1000 here): waited
+	 * that long.
+	 */
 	EXPECT_LE(900000000ULL, r.wait_ns);
 	e = rh_entry(&r, h, self->a.pid);
 	ASSERT_NE(NULL, e);
@@ -209,7 +231,9 @@ TEST_F(rc, stopped_holder_cannot_answer)
 	EXPECT_EQ(BIG >> 10, gp_proc_num("Idle"));
 
 	/* Asked again, it answers. */
-	EXPECT_EQ(0, gp_alloc_ex(self->fd, BIG, 0, 0, &b));
+	set_wait_ms(_metadata, GP_RECLAIM_WAIT_MS);
+	EXPECT_EQ(0, gp_alloc_ex(self->fd, BIG, 0, 0, &b))
+		TH_LOG("%s", ask_said(self->fd));
 	EXPECT_EQ(2, gp_proc_num("ReclaimAsks"));
 }
 
@@ -419,7 +443,7 @@ TEST_F(rate, holder_asked_too_often_is_left_alone)
 	for (round = 0; round < 2; round++) {
 		ASSERT_EQ(round, a_idle(_metadata, &self->a, BIG));
 		ASSERT_EQ(0, gp_alloc_ex(self->fd, BIG, 0, 0, &b))
-			TH_LOG("round %d", round);
+			TH_LOG("round %d: %s", round, ask_said(self->fd));
 		ASSERT_EQ(0, gp_free(self->fd, b.handle));
 		ASSERT_EQ(0, gp_wait_quiet(10000, 0));
 	}

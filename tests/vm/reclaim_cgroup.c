@@ -28,6 +28,7 @@ FIXTURE_SETUP(rcg)
 	struct cg_in a = { &self->env, "job/a" }, o = { &self->env, "other" };
 
 	CG_SETUP("reclaim");
+	ASSERT_EQ(0, gp_set_param("reclaim_wait_ms", GP_RECLAIM_WAIT_MS));
 	ASSERT_EQ(0, cg_make(&self->env, "job"));
 	ASSERT_EQ(0, cg_make(&self->env, "job/a"));
 	ASSERT_EQ(0, cg_make(&self->env, "job/b"));

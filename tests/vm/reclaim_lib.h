@@ -65,15 +65,6 @@ rh_entry(const struct gpupool_ask_report *r,
 	return NULL;
 }
 
-/* Write a module parameter (those of mode 0644): 0 or -errno. */
-static inline int rh_set_param(const char *name, const char *val)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), GP_SYSMOD "/parameters/%s", name);
-	return gp_write_file(path, val);
-}
-
 /* Does POLLPRI show on fd now? 1, 0, or -errno. */
 static inline int rh_pri(int fd)
 {
