@@ -275,35 +275,6 @@ void gp_pool_refused(u64 size, int nid, struct gp_holder *holder,
 }
 
 /*
- * About how many bytes an ALLOC of size the pool refused lacks, on the
- * node that lacks least of those it may take from (strict: nid alone):
- * what its free bytes lack, or, when they would do but are in pieces,
- * what its largest free chunk lacks (the bytes given back join the free
- * ones next to them, which is where an idle chunk's neighbours often
- * are; where they do not, the ALLOC's retry fails).  U64_MAX when no
- * such node can ever hold size.  May sleep.
- */
-u64 gp_pool_shortfall(u64 size, int nid, bool strict)
-{
-	u64 need = U64_MAX, lack, have;
-	struct gpupool_pool_stats s;
-	unsigned int i;
-
-	for (i = 0; i < gp_nr_nodes; i++) {
-		struct gp_node *n = gp_nodes[i];
-
-		if ((strict && n->nid != nid) ||
-		    size > (u64)n->cap_blocks << GP_BLOCK_SHIFT)
-			continue;
-		gp_pool_node_stats(n, &s);
-		have = s.free >= size ? s.largest_free : s.free;
-		lack = size > have ? size - have : size;
-		need = min(need, lack);
-	}
-	return need;
-}
-
-/*
  * c from first when it has room, else from another node with room; then
  * the same with waits and growth (gp_node_alloc()), starting with first.
  */

@@ -4,7 +4,8 @@
  * statistics read in one hold of its lock, the whole pool added up from
  * them (GPUPOOL_IOC_STATS, /proc/gpupool), and /proc/gpupool's per-bin
  * table and occupancy map drawn from the copy of each node's figures
- * (figures.c) taken in that same hold.
+ * (figures.c) taken in that same hold; and from those figures what an
+ * ALLOC the pool refused lacks, which reclaim.c asks idle chunks for.
  *
  * It reads the pool (pool.c) and never changes it: the counters are
  * pool.c's, kept under each node's stat_lock.
@@ -16,6 +17,35 @@
 #include <linux/gpupool.h>
 
 #include "gpupool.h"
+
+/*
+ * About how many bytes an ALLOC of size the pool refused lacks, on the
+ * node that lacks least of those it may take from (strict: nid alone):
+ * what its free bytes lack, or, when they would do but are in pieces,
+ * what its largest free chunk lacks (the bytes given back join the free
+ * ones next to them, which is where an idle chunk's neighbours often
+ * are; where they do not, the ALLOC's retry fails).  U64_MAX when no
+ * such node can ever hold size.  May sleep.
+ */
+u64 gp_pool_shortfall(u64 size, int nid, bool strict)
+{
+	u64 need = U64_MAX, lack, have;
+	struct gpupool_pool_stats s;
+	unsigned int i;
+
+	for (i = 0; i < gp_nr_nodes; i++) {
+		struct gp_node *n = gp_nodes[i];
+
+		if ((strict && n->nid != nid) ||
+		    size > (u64)n->cap_blocks << GP_BLOCK_SHIFT)
+			continue;
+		gp_pool_node_stats(n, &s);
+		have = s.free >= size ? s.largest_free : s.free;
+		lack = size > have ? size - have : size;
+		need = min(need, lack);
+	}
+	return need;
+}
 
 /* Requests refused by a per-process or cgroup limit, since load. */
 static atomic64_t gp_limit_denials = ATOMIC64_INIT(0);

@@ -24,8 +24,6 @@ max=60
 exceptions=$(cat <<'EOF'
 core/bfc.c alloc: the hot path: its exits to alloc_slow() are gotos to one label, before any change; helpers would test each exit twice
 core/bfc_tree.c tree_delete_fixup: CLRS's four cases and their mirrors, read side by side against the textbook; split, the loop state would pass through helpers
-kmod/dev.c gp_ioctl_alloc: rewritten by the reclaim work under way; split then, not twice
-kmod/pool.c gp_pool_alloc: rewritten by the reclaim work under way; split then, not twice
 EOF
 )
 
