@@ -8,6 +8,11 @@
 #   vm/mkinitramfs.sh --out FILE --moddir /lib/modules/RELEASE
 #   vm/mkinitramfs.sh --out FILE --kbuild /path/to/kernel/build/tree
 #   vm/mkinitramfs.sh --out FILE --none     (everything built into the kernel)
+#   --with MODULE (repeatable) wants that module too (the arm64 VMs:
+#   overlay, vm/run-vm.sh); BUSYBOX=FILE in the environment takes that
+#   busybox-static instead of /bin/busybox (the arm64 VMs: the arm64 root's,
+#   vm/arm64-root.sh).  The busybox is never run here: it may be another
+#   architecture's; vm/init makes its applets' links in the guest.
 #
 # The result is cached: FILE.key records a hash of every input (this script,
 # vm/init, busybox, the module files and the kernel's module lists); FILE is
@@ -29,6 +34,7 @@ while [ $# -gt 0 ]; do
 	--moddir) moddir=$2; shift 2 ;;
 	--kbuild) kbuild=$2; shift 2 ;;
 	--none) none=1; shift ;;
+	--with) WANT+=("$2"); shift 2 ;;
 	-h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
 	*) die "unknown argument: $1" ;;
 	esac
@@ -109,7 +115,7 @@ resolve() {		# depth-first: dependencies before the module itself
 
 # --- cache key ------------------------------------------------------------
 key=$( {
-	echo "v1 ${ORDER[*]:-}"
+	echo "v2 ${ORDER[*]:-}"
 	cat "$0" "$here/init" "$BUSYBOX" | sha256sum
 	for n in "${ORDER[@]}"; do stat -L -c '%n %s %Y' "${MODPATH[$n]}"; done
 	if [ -n "$moddir" ]; then stat -L -c '%n %s %Y' "$moddir/modules.dep"; fi
@@ -126,9 +132,7 @@ stage=$(mktemp -d "${out}.stage.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,sbin,dev,proc,sys,newroot,scratch,modules,tmp}
 cp "$BUSYBOX" "$stage/bin/busybox"
-for a in $("$BUSYBOX" --list); do
-	[ "$a" = busybox ] || ln -s busybox "$stage/bin/$a"
-done
+ln -s busybox "$stage/bin/sh"
 install -m 0755 "$here/init" "$stage/init"
 : > "$stage/modules/order"
 for n in "${ORDER[@]}"; do

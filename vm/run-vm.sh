@@ -1,11 +1,21 @@
 #!/bin/bash
 # Boot a kernel under qemu (TCG), run the in-VM test programs, judge them.
 #
-# Usage: vm/run-vm.sh --kernel RELEASE|BZIMAGE [options]
+# Usage: vm/run-vm.sh --kernel RELEASE|IMAGE [options]
 #
-#   --kernel REL        a Debian kernel: /boot/vmlinuz-REL, /lib/modules/REL
-#   --kernel BZIMAGE    a kernel image we built; add --kbuild DIR (its build
-#                       tree) when virtio/9p are modules there
+#   --kernel REL        a Debian kernel: /boot/vmlinuz-REL, /lib/modules/REL;
+#                       an arm64 one (REL ending in -arm64) from the arm64
+#                       root (vm/arm64-root.sh) when /boot does not have it
+#   --kernel IMAGE      a kernel image we built (x86's bzImage, arm64's
+#                       Image); add --kbuild DIR (its build tree) when
+#                       virtio/9p are modules there
+#   --arch ARCH         x86_64 or arm64: what the kernel is built for, which
+#                       is the default (read from the image); arm64 boots
+#                       qemu-system-aarch64's virt machine with the arm64
+#                       root laid over the host's (vm/README.md)
+#   --cpu MODEL         qemu's -cpu (default: x86_64 max,-erms; arm64
+#                       max,pauth-impdef=on)
+#   --arm64-root DIR    the arm64 root (default: vm/arm64-root.sh's)
 #   --kbuild DIR        kernel build tree (modules.order/modules.builtin/.config)
 #   --name NAME         suite name (results file, build dir); default: the
 #                       release (for a bzImage: DIR's kernel.release or the
@@ -51,6 +61,7 @@ repo=$(cd "$here/.." && pwd)
 
 kernel='' kbuild='' name='' ko='' tests='' filter='' exclude='' timeout=600 test_timeout=300
 pvh=1 load=0 run_cmd='' envs=() load_params='' mem='' smp=2 numa=0 kmemleak=end cmdline_extra='' builddir=${O:-} shell=0 quiet=0
+arch='' cpu='' arm64_root=
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-2}"; }
 die() { echo "run-vm: $*" >&2; exit 2; }
@@ -72,6 +83,9 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernel=$2; shift 2 ;;
 	--kbuild) kbuild=$2; shift 2 ;;
+	--arch) arch=$2; shift 2 ;;
+	--cpu) cpu=$2; shift 2 ;;
+	--arm64-root) arm64_root=$2; shift 2 ;;
 	--name) name=$2; shift 2 ;;
 	--ko) ko=$2; shift 2 ;;
 	--tests) tests=$2; shift 2 ;;
@@ -106,7 +120,7 @@ case $kmemleak in end|each|off) ;; *) die "--kmemleak: end, each or off" ;; esac
 [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout: seconds"
 [[ $test_timeout =~ ^[0-9]+$ ]] || die "--test-timeout: seconds"
 [[ $smp =~ ^[0-9]+$ ]] || die "--smp: a number"
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: apt-get install qemu-system-x86"
+case $arch in ''|x86_64|arm64) ;; *) die "--arch: x86_64 or arm64" ;; esac
 command -v python3 >/dev/null || die "python3 missing"
 
 builddir=${builddir:-$repo/build}
@@ -114,24 +128,42 @@ mkdir -p "$builddir"
 builddir=$(cd "$builddir" && pwd)
 
 # --- the kernel -------------------------------------------------------------
+# The architecture a kernel image is for, from its header (arm64's Image:
+# "ARM\x64" at 0x38; x86's bzImage: "HdrS" at 0x202), and, for a
+# bzImage, the version string it carries (setup header, offset 0x20e):
+# "ARCH [RELEASE]".
+image_info() {
+	python3 - "$1" <<'EOF'
+import struct, sys
+d = open(sys.argv[1], 'rb').read(65536)
+if d[0x38:0x3c] == b'ARM\x64':
+    print('arm64')
+elif d[0x202:0x206] == b'HdrS':
+    try:
+        off = struct.unpack_from('<H', d, 0x20e)[0] + 0x200
+        print('x86_64', d[off:off + 128].split(b'\0')[0].split()[0].decode())
+    except Exception:
+        print('x86_64')
+else:
+    print('unknown')
+EOF
+}
+# The arm64 root (vm/arm64-root.sh): Debian's arm64 kernels and the
+# guest's userland.
+find_arm64_root() {
+	[ -n "$arm64_root" ] || arm64_root=$("$here/arm64-root.sh") ||
+		die "no arm64 root (vm/arm64-root.sh); run make deps"
+	[ -d "$arm64_root" ] || die "--arm64-root $arm64_root: no such directory"
+	arm64_root=$(cd "$arm64_root" && pwd)
+}
+karch='' rel=''
 if [ -f "$kernel" ]; then
 	vmlinuz=$(realpath "$kernel")
+	read -r karch rel < <(image_info "$vmlinuz") || true
 	if [ -n "$kbuild" ]; then
 		[ -d "$kbuild" ] || die "--kbuild $kbuild: no such directory"
 		kbuild=$(cd "$kbuild" && pwd)
 		rel=$(cat "$kbuild/include/config/kernel.release" 2>/dev/null || true)
-	else
-		# The version string a bzImage carries (setup header, offset 0x20e).
-		rel=$(python3 - "$vmlinuz" <<'EOF'
-import struct, sys
-d = open(sys.argv[1], 'rb').read(65536)
-try:
-    off = struct.unpack_from('<H', d, 0x20e)[0] + 0x200
-    print(d[off:off + 128].split(b'\0')[0].split()[0].decode())
-except Exception:
-    print('')
-EOF
-)
 	fi
 	initargs=(--kbuild "${kbuild:-}")
 	[ -n "$kbuild" ] || initargs=(--none)
@@ -139,13 +171,37 @@ EOF
 else
 	case $kernel in */*) die "--kernel $kernel: no such file" ;; esac
 	rel=$kernel
-	vmlinuz=/boot/vmlinuz-$rel
+	kroot=''
+	if [ ! -f "/boot/vmlinuz-$rel" ] && [[ $rel == *-arm64* ]]; then
+		find_arm64_root
+		kroot=$arm64_root
+	fi
+	vmlinuz=$kroot/boot/vmlinuz-$rel
 	[ -f "$vmlinuz" ] || die "$vmlinuz not found (installed: $(cd /boot && echo vmlinuz-*))"
 	[ -r "$vmlinuz" ] || die "$vmlinuz not readable"
-	[ -d "/lib/modules/$rel" ] || die "/lib/modules/$rel not found"
-	initargs=(--moddir "/lib/modules/$rel")
+	[ -d "$kroot/lib/modules/$rel" ] || die "$kroot/lib/modules/$rel not found"
+	initargs=(--moddir "$kroot/lib/modules/$rel")
 	name=${name:-$rel}
+	read -r karch _ < <(image_info "$vmlinuz") || true
 fi
+[ -z "$arch" ] || [ "$arch" = "$karch" ] || die "--arch $arch: $vmlinuz is a kernel for $karch"
+arch=$karch
+case $arch in
+x86_64)
+	command -v qemu-system-x86_64 >/dev/null ||
+		die "qemu-system-x86_64 missing: apt-get install qemu-system-x86" ;;
+arm64)
+	command -v qemu-system-aarch64 >/dev/null ||
+		die "qemu-system-aarch64 missing: apt-get install qemu-system-arm"
+	[ $numa = 0 ] || die "--numa: x86_64 only"
+	# The guest's userland, and its busybox in the initramfs; overlayfs
+	# lays the one over the host's root (a module in Debian's kernels).
+	find_arm64_root
+	export BUSYBOX=$arm64_root/bin/busybox
+	initargs+=(--with overlay)
+	pvh=0 ;;
+*) die "$vmlinuz: neither an x86 bzImage nor an arm64 Image" ;;
+esac
 [[ $name =~ ^[A-Za-z0-9._+-]+$ ]] || die "suite name '$name' has odd characters; use --name"
 
 vmdir=$builddir/vm/$name
@@ -159,7 +215,7 @@ flock -n 9 || die "another run-vm.sh is using $vmdir"
 # side by side from building it at once.
 irdir=$builddir/vm/initramfs
 mkdir -p "$irdir"
-irname=$(printf '%s' "${initargs[*]}" | cksum | cut -d' ' -f1)
+irname=$(printf '%s' "${initargs[*]} ${BUSYBOX:-}" | cksum | cut -d' ' -f1)
 initramfs=$(flock "$irdir/$irname.lock" \
 	"$here/mkinitramfs.sh" --out "$irdir/$irname.cpio" "${initargs[@]}")
 
@@ -217,6 +273,8 @@ mkdir -p "$scratch"
 	echo "export GPUPOOL_KO=$(q "$ko")"
 	echo "export VM_RUN=$(q "$run_cmd")"
 	echo "export VM_GROUPS=${#g_tests[@]}"
+	# arm64: the arm64 root over the host's (vm/init)
+	echo "export VM_USERLAND=$([ "$arch" = arm64 ] && echo 1 || echo 0)"
 	# --shell: one group, for vm/init (--load) and the shell (--env)
 	if [ $shell = 1 ]; then
 		echo "export VM_LOAD_PARAMS=$(q "${g_load_params[0]}")"
@@ -266,8 +324,25 @@ smp_arg="$smp,sockets=$smp,cores=1,threads=1"
 # rep string instruction one element at a time, so byte-wide ones cost 8x:
 # 6.12 reserved 616 MiB in 146 ms without ERMS and 618 MiB in 1645 ms
 # with it; the 6.12 module suite took 123 s against 134 s.
-qemu=(qemu-system-x86_64 -machine q35 -accel tcg,thread=single -cpu max,-erms -smp "$smp_arg"
-	-m "${mem_mb}M" -nodefaults -no-user-config -display none -vga none
+# shellcheck disable=SC2054 # qemu's options take commas
+case $arch in
+x86_64)
+	qemu=(qemu-system-x86_64 -machine q35 -accel tcg,thread=single
+		-cpu "${cpu:-max,-erms}" -smp "$smp_arg" -vga none) ;;
+arm64)
+	# qemu's virt machine (a device tree, PSCI, a PL011 UART, PCIe),
+	# single-threaded TCG as on x86.  The CPU: "max" has every feature
+	# qemu emulates, BTI and pointer authentication in user space among
+	# them (the interposer's dlsym entry has both), and every page size;
+	# pauth-impdef: qemu's own hash for pointer authentication instead
+	# of the architected QARMA5, which TCG computes many times slower
+	# (vm/README.md has the figures).
+	qemu=(qemu-system-aarch64 -machine virt,gic-version=3 -accel tcg,thread=single
+		-cpu "${cpu:-max,pauth-impdef=on}" -smp "$smp")
+	# The arm64 root, laid over the host's in the guest (vm/init).
+	qemu+=(-virtfs "local,path=$arm64_root,mount_tag=userland,security_model=none,readonly=on,multidevs=remap") ;;
+esac
+qemu+=(-m "${mem_mb}M" -nodefaults -no-user-config -display none
 	-no-reboot -kernel "$boot" -initrd "$initramfs"
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$scratch,mount_tag=scratch,security_model=none,multidevs=remap")
@@ -295,28 +370,35 @@ fi
 
 # printk.devkmsg=on: never rate-limit our /dev/kmsg markers.
 # panic=-1 + -no-reboot: a panic ends qemu at once.
-cmdline="console=ttyS0 panic=-1 printk.devkmsg=on log_buf_len=8M"
-# Boot-time trims under TCG: no PS/2 probing, no crypto self-tests (6.1:
-# 0.5 s) ...
-cmdline+=" no_timer_check i8042.noaux i8042.nokbd i8042.nopnp cryptomgr.notests"
-# ... and no jitter-entropy self-test (6.12: 0.3 s; the VM needs no entropy).
+# Boot-time trims under TCG: no crypto self-tests (6.1: 0.5 s), no
+# jitter-entropy self-test (6.12: 0.3 s; the VM needs no entropy).
+cmdline="panic=-1 printk.devkmsg=on log_buf_len=8M cryptomgr.notests"
 cmdline+=" initcall_blacklist=jent_mod_init"
-# No clocksource watchdog on the TSC: on a loaded host a TCG vCPU stalls for
-# milliseconds, the watchdog then marks the TSC unstable, and flipping the
-# sched_clock static key patches kernel text under the other vCPU, which
-# TCG does not always survive (seen once on 6.12: an int3 oops in
-# sched_clock_cpu from __sched_clock_work while fuzz_device ran).
-cmdline+=" tsc=reliable"
-# The TSC's rate, from the host: under TCG the guest reads the host's TSC,
-# and on a loaded host the guest's own calibration against the PIT can be
-# off many times over (seen: 99.9 MHz for 2596, so that the guest's clock
-# ran 26 times too fast and a 37 s test "timed out" after 840 s).  Taken
-# from the host kernel's calibration where the host's TSC is constant.
-if grep -qw constant_tsc /proc/cpuinfo && grep -qw nonstop_tsc /proc/cpuinfo; then
-	tsc_khz=$(dmesg 2>/dev/null | sed -n \
-		-e 's/.*tsc: Refined TSC clocksource calibration: \([0-9]*\)\.\([0-9]\{3\}\).*/\1\2/p' \
-		-e 's/.*tsc: Detected \([0-9]*\)\.\([0-9]\{3\}\) MHz processor.*/\1\2/p' | tail -n 1)
-	[ -n "$tsc_khz" ] && cmdline+=" tsc_early_khz=$tsc_khz"
+if [ "$arch" = arm64 ]; then
+	# The kernel's console on the virt machine's one UART, the test
+	# output on a virtio console (vm/init reads gpupool_vm.out).
+	cmdline="console=ttyAMA0 gpupool_vm.out=hvc0 $cmdline"
+else
+	cmdline="console=ttyS0 $cmdline"
+	# No PS/2 probing.
+	cmdline+=" no_timer_check i8042.noaux i8042.nokbd i8042.nopnp"
+	# No clocksource watchdog on the TSC: on a loaded host a TCG vCPU stalls for
+	# milliseconds, the watchdog then marks the TSC unstable, and flipping the
+	# sched_clock static key patches kernel text under the other vCPU, which
+	# TCG does not always survive (seen once on 6.12: an int3 oops in
+	# sched_clock_cpu from __sched_clock_work while fuzz_device ran).
+	cmdline+=" tsc=reliable"
+	# The TSC's rate, from the host: under TCG the guest reads the host's TSC,
+	# and on a loaded host the guest's own calibration against the PIT can be
+	# off many times over (seen: 99.9 MHz for 2596, so that the guest's clock
+	# ran 26 times too fast and a 37 s test "timed out" after 840 s).  Taken
+	# from the host kernel's calibration where the host's TSC is constant.
+	if grep -qw constant_tsc /proc/cpuinfo && grep -qw nonstop_tsc /proc/cpuinfo; then
+		tsc_khz=$(dmesg 2>/dev/null | sed -n \
+			-e 's/.*tsc: Refined TSC clocksource calibration: \([0-9]*\)\.\([0-9]\{3\}\).*/\1\2/p' \
+			-e 's/.*tsc: Detected \([0-9]*\)\.\([0-9]\{3\}\) MHz processor.*/\1\2/p' | tail -n 1)
+		[ -n "$tsc_khz" ] && cmdline+=" tsc_early_khz=$tsc_khz"
+	fi
 fi
 # A task stuck in the kernel for 60 s is reported (a splat) well before
 # --timeout kills the VM.
@@ -342,8 +424,12 @@ fi
 
 qemu+=(-append "$cmdline"
 	-chardev "file,id=con,path=$console" -serial chardev:con
-	-chardev "file,id=tst,path=$testlog" -serial chardev:tst
-	-monitor none)
+	-chardev "file,id=tst,path=$testlog" -monitor none)
+# shellcheck disable=SC2054
+case $arch in
+x86_64) qemu+=(-serial chardev:tst) ;;
+arm64) qemu+=(-device virtio-serial-pci -device virtconsole,chardev=tst) ;;
+esac
 
 # A kernel that crashes while booting, before it runs /init, has run none
 # of our code (the module loads from /init): it is retried once, saying so;
