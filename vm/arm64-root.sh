@@ -16,30 +16,35 @@
 #     libraries; a program the root lacks is the host's x86-64 one and
 #     fails to exec (python3: the Python suites run on x86 only).
 #
-# Usage: vm/arm64-root.sh [--fetch] [--hold PID]
+# Usage: vm/arm64-root.sh [--fetch] [--hold PID] [--release]
 #   Prints the root's directory (ROOT/boot/vmlinuz-RELEASE,
-#   ROOT/lib/modules/RELEASE, ROOT/usr/src/linux-headers-RELEASE) and, on
-#   stderr, what it did.  Without --fetch, the newest complete root in the
-#   cache, checked (exit 1, saying so, when there is none).  --fetch (make
-#   deps, as root): the root of what apt offers now, downloaded and
-#   unpacked when the cache does not hold it yet, older ones then removed
-#   but for those a run holds; needs arm64 among dpkg's architectures
-#   (scripts/deps.sh adds it) for apt to know arm64's packages.
+#   ROOT/lib/modules/RELEASE, ROOT/usr/src/linux-headers-RELEASE), or
+#   with --release the kernel's RELEASE; on stderr, what it did.
+#   Without --fetch: the newest complete root in the cache (exit 1,
+#   saying so, when there is none).  --fetch (make deps, as root): the
+#   root of the newest kernel apt offers, downloaded and unpacked when
+#   the cache does not hold it yet (older ones are then removed, but for
+#   those a run holds); it needs arm64 among dpkg's architectures
+#   (scripts/deps.sh adds it), for apt to know arm64's packages.
 #   --hold PID: the root printed is not removed while process PID lives.
 # The cache (scripts/cache.sh): $GPUPOOL_CACHE/arm64-root/<key>/{root,done},
-# <key> hashing this script and the names and versions of every package.
+# <key> hashing this script, scripts/cache.sh and the kernel's package
+# name: one apt-cache call when it is there already (the userland's
+# packages, resolved when it is built, are listed in done).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 log() { echo "arm64-root: $*" >&2; }
+# shellcheck source=scripts/cache.sh
 . "$top/scripts/cache.sh"
 
-fetch=0 hold=""
+fetch=0 hold="" what=root
 while [ $# -gt 0 ]; do
 	case $1 in
 	--fetch) fetch=1; shift ;;
 	--hold) hold=${2:?--hold PID}; shift 2 ;;
-	*) echo "usage: $0 [--fetch] [--hold PID]" >&2; exit 2 ;;
+	--release) what=release; shift ;;
+	*) echo "usage: $0 [--fetch] [--hold PID] [--release]" >&2; exit 2 ;;
 	esac
 done
 
@@ -63,7 +68,11 @@ root_complete() {
 
 hand_out() {
 	cache_hold "$base" "$(basename "$1")" "$hold"
-	echo "$1/root"
+	if [ $what = release ]; then
+		sed -n 's/^release //p' "$1/done"
+	else
+		echo "$1/root"
+	fi
 }
 
 if [ $fetch = 0 ]; then
@@ -102,14 +111,7 @@ kver=${rel%-arm64}
 kernel="$img:arm64 linux-headers-$rel:arm64 linux-headers-$kver-common
 	linux-kbuild-$kver:$(dpkg --print-architecture)"
 
-# The packages' URIs (name, version, architecture), from apt's lists
-# alone: the key.
-# shellcheck disable=SC2086 # lists of words
-uris=$( { apt-get download --print-uris $kernel
-	arm64_apt install --print-uris -y --no-install-recommends $USERLAND; } |
-	sed -n "s/^'\([^']*\)'.*/\1/p" | sort)
-[ -n "$uris" ] || { log "apt names no package to fetch"; exit 1; }
-key=$( { cat "$0" "$top/scripts/cache.sh"; echo "$uris"; } | sha256sum | cut -c1-16)
+key=$( { cat "$0" "$top/scripts/cache.sh"; echo "$img"; } | sha256sum | cut -c1-16)
 dir=$base/$key
 if root_complete "$dir"; then
 	log "reusing $dir ($rel)"
@@ -117,12 +119,23 @@ if root_complete "$dir"; then
 	exit 0
 fi
 
+# The packages' URIs (name, version, architecture), from apt's lists.
+# shellcheck disable=SC2086 # lists of words
+uris=$( { apt-get download --print-uris $kernel
+	arm64_apt install --print-uris -y --no-install-recommends $USERLAND; } |
+	sed -n "s/^'\([^']*\)'.*/\1/p" | sort)
+[ -n "$uris" ] || { log "apt names no package to fetch"; exit 1; }
 start=$(date +%s)
 log "fetching $rel and the guest's userland ($(echo "$uris" | wc -l) packages) into $dir"
+# apt's output to a log, shown when it fails.
 # shellcheck disable=SC2086
-(cd "$tmp/debs" && apt-get -q -o APT::Sandbox::User=root download $kernel) >&2
-# shellcheck disable=SC2086
-arm64_apt install --download-only -y --no-install-recommends $USERLAND >&2
+{ (cd "$tmp/debs" && apt-get -q -o APT::Sandbox::User=root download $kernel) &&
+	arm64_apt install --download-only -y --no-install-recommends $USERLAND
+} > "$tmp/apt.log" 2>&1 || {
+	log "apt-get could not fetch them:"
+	tail -n 20 "$tmp/apt.log" >&2
+	exit 1
+}
 rm -rf "$dir"
 mkdir -p "$dir/root"
 r=$dir/root
