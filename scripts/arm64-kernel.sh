@@ -9,7 +9,9 @@
 # `dpkg -x` into a cache, one tree per release, outside every clone:
 #   $GPUPOOL_CACHE/arm64-kernel/<rel>/usr/src/linux-headers-<rel>/  (KDIR)
 #   $GPUPOOL_CACHE/arm64-kernel/<rel>/boot/vmlinuz-<rel>, lib/modules/<rel>/
-#                                          (with --image: linux-image-<rel>-unsigned)
+#                                          (with --image: linux-image-<rel>-unsigned,
+#                                          its modules.dep made here by depmod:
+#                                          what the arm64 VMs boot, vm/run-vm.sh)
 # GPUPOOL_CACHE defaults to /var/cache/gpupool.  What the headers need from
 # the machine is installed with apt, as for the amd64 kernels: their
 # Makefile includes /usr/src/linux-headers-<version>-common (Architecture:
@@ -24,11 +26,13 @@
 #       linux-headers-6.12.*+deb12-arm64 that apt knows; prints REL
 #   scripts/arm64-kernel.sh list        the cached releases, oldest first
 #   scripts/arm64-kernel.sh kdir REL    the cached headers' tree of REL
+#   scripts/arm64-kernel.sh tree REL    the cached tree of REL, when it has
+#                                       the image (boot/, lib/modules/)
 set -eu
 cache=${GPUPOOL_CACHE:-/var/cache/gpupool}/arm64-kernel
 log() { echo "arm64-kernel: $*" >&2; }
 usage() {
-	echo "usage: $0 fetch [--image] [REL] | list | kdir REL" >&2
+	echo "usage: $0 fetch [--image] [REL] | list | kdir REL | tree REL" >&2
 	exit 2
 }
 
@@ -36,6 +40,13 @@ usage() {
 kdir() {
 	d=$cache/$1/usr/src/linux-headers-$1
 	[ -e "$cache/$1/.done" ] && [ -e "$d/Makefile" ] && echo "$d"
+}
+
+# The tree of REL when it has the image and its modules.
+tree() {
+	[ -n "$(kdir "$1")" ] && grep -qx "linux-image-$1-unsigned" "$cache/$1/.done" &&
+		[ -f "$cache/$1/boot/vmlinuz-$1" ] &&
+		[ -f "$cache/$1/lib/modules/$1/modules.dep" ] && echo "$cache/$1"
 }
 
 list() {
@@ -80,7 +91,9 @@ fetch() {
 		want="$want linux-image-$rel-unsigned"
 	fi
 	if kdir "$rel" >/dev/null &&
-	   [ "$(tr '\n' ' ' < "$cache/$rel/.done")" = "$want " ]; then
+	   [ "$(tr '\n' ' ' < "$cache/$rel/.done")" = "$want " ] &&
+	   { [ "$want" = "linux-headers-$rel" ] ||
+	     [ -f "$cache/$rel/lib/modules/$rel/modules.dep" ]; }; then
 		echo "$rel"
 		return 0
 	fi
@@ -120,6 +133,10 @@ fetch() {
 		ln -sfn "/usr/lib/linux-kbuild-$ver/$l" \
 			"$tmp/root/usr/src/linux-headers-$rel/$l"
 	done
+	# The modules' dependencies, for the VM's initramfs and modprobe.
+	case $want in
+	*linux-image-*) depmod -b "$tmp/root" "$rel" ;;
+	esac
 	# shellcheck disable=SC2086
 	printf '%s\n' $want > "$tmp/root/.done"
 	rm -rf "${cache:?}/$rel"
@@ -135,5 +152,7 @@ fetch) shift; fetch "$@" ;;
 list) list ;;
 kdir) [ -n "${2:-}" ] || usage
       kdir "$2" || { log "$2 is not in $cache: make deps (or $0 fetch $2)"; exit 1; } ;;
+tree) [ -n "${2:-}" ] || usage
+      tree "$2" || { log "$2's image is not in $cache: make deps (or $0 fetch --image $2)"; exit 1; } ;;
 *) usage ;;
 esac

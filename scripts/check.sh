@@ -57,23 +57,61 @@ step() {
 # suites wait for it (below).  --hold $$: no other clone's check removes
 # that build while this one runs.  Its output goes to a file, shown when
 # the debug kernel's first part collects it.
+# The 64K-page arm64 kernel (scripts/test-kernel.sh arm64-64k, cached
+# beside it) the same way, after it: when both must be built, one after
+# the other, each with both cores.
 dbg_out=$O/debug-kernel.out
 dbg_log=$O/debug-kernel.log
 mkdir -p "$O"
 # setsid: a process group of its own, so that stopping it stops its makes.
 # (A session is also a scheduling group of its own under sched_autogroup,
 # at the default nice: beside the tree's build it gets half the CPU.)
-# Its exit status goes to $dbg_rc_file when it ends, where debug_built
-# and debug_module below look for it: they are called while the tree
-# builds, before the lanes and in them, where no `wait` would do.
+# Its exit status goes to $O/NAME-kernel.rc when it ends, where
+# kernel_built, debug_module and k64_module below look for it: they are
+# called while the tree builds, before the lanes and in them, where no
+# `wait` would do.  WAIT: a file to wait for first (the other kernel's
+# status).
+start_kernel() {	# NAME WAIT
+	rm -f "$O/$1-kernel.rc"
+	setsid sh -c 'rc_file=$1 wait_for=$2; shift 2
+		while [ -n "$wait_for" ] && [ ! -e "$wait_for" ]; do sleep 5; done
+		"$@"; echo $? > "$rc_file"' \
+		"$1-kernel" "$O/$1-kernel.rc" "$2" \
+		"$top/scripts/test-kernel.sh" "$1" --hold "$$" \
+		> "$O/$1-kernel.out" 2> "$O/$1-kernel.log" &
+	echo $! > "$O/$1-kernel.pid"
+}
+# GPUPOOL_CHECK_BLOCKS=PATTERNS (comma-separated shell patterns on the
+# lanes' block names, below: 'arm64-*' runs the arm64 VMs alone) runs
+# only the blocks that match one, and builds or waits for no kernel that
+# none of them boots.
+selected() {
+	[ -z "${GPUPOOL_CHECK_BLOCKS:-}" ] && return 0
+	(IFS=,; set -f
+	 for p in $GPUPOOL_CHECK_BLOCKS; do
+		# shellcheck disable=SC2254 # patterns, for case
+		case $1 in $p) exit 0 ;; esac
+	 done
+	 exit 1)
+}
+kernels="" after=""
 dbg_rc_file=$O/debug-kernel.rc
-rm -f "$dbg_rc_file"
-setsid sh -c 'rc_file=$1; shift; "$@"; echo $? > "$rc_file"' \
-	debug-kernel "$dbg_rc_file" "$top/scripts/debug-kernel.sh" --hold "$$" \
-	> "$dbg_out" 2> "$dbg_log" &
-dbg_pid=$!
-trap 'kill -- "-$dbg_pid" 2>/dev/null' EXIT
-trap 'kill -- "-$dbg_pid" 2>/dev/null; exit 130' INT TERM
+if selected debug-1 || selected debug-2; then
+	kernels=debug after=$dbg_rc_file
+	start_kernel debug ""
+fi
+if selected arm64-64k || selected arm64lib-64k; then
+	kernels="$kernels arm64-64k"
+	start_kernel arm64-64k "$after"
+fi
+# shellcheck disable=SC2317 # called by the traps
+kill_kernels() {
+	for k in $kernels; do
+		kill -- "-$(cat "$O/$k-kernel.pid")" 2>/dev/null
+	done
+}
+trap kill_kernels EXIT
+trap 'kill_kernels; exit 130' INT TERM
 
 # Compile through ccache (which `make deps` installs) with one cache for
 # every clone on this machine, next to the debug kernel's: a second check
@@ -90,11 +128,12 @@ if [ -x /usr/lib/ccache/cc ] && mkdir -p "$ccache_dir" 2>/dev/null &&
 	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-2G}
 fi
 
-# Has the debug kernel's build ended (its status written, or the process
-# gone or a zombie without writing one: then it failed)?
-debug_built() {
-	[ -e "$dbg_rc_file" ] && return 0
-	st=$(sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$dbg_pid/stat" 2>/dev/null)
+# Has kernel NAME's build ended (its status written, or the process gone
+# or a zombie without writing one: then it failed)?
+kernel_built() {
+	[ -e "$O/$1-kernel.rc" ] && return 0
+	st=$(sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' \
+		"/proc/$(cat "$O/$1-kernel.pid")/stat" 2>/dev/null)
 	[ -z "$st" ] || [ "$st" = Z ]
 }
 
@@ -108,6 +147,34 @@ debug_module() {
 		mkdir -p "$O/kmod" &&
 		flock "$O/kmod/debug.lock" "$top/scripts/build-module.sh" \
 			"$drel" "$O/kmod/debug" "$dbg" >/dev/null
+}
+
+# The module for the 64K arm64 kernel, the same way.  Sets k64 (the
+# kernel's tree).
+k64_module() {
+	[ "$(cat "$O/arm64-64k-kernel.rc" 2>/dev/null)" = 0 ] &&
+		k64=$(cat "$O/arm64-64k-kernel.out") &&
+		mkdir -p "$O/arm64/kmod" &&
+		ARCH=arm64 CROSS_COMPILE=$a64_cross flock "$O/arm64/kmod/64k.lock" \
+			"$top/scripts/build-module.sh" \
+			"$(cat "$k64/include/config/kernel.release")" \
+			"$O/arm64/kmod/64k" "$k64" >/dev/null
+}
+
+# The arm64 build, into $O/arm64 (docs/development.md, "Cross builds"):
+# the library, the tools, the tests and the doubles, and gpupool.ko for
+# Debian's arm64 kernel, against its headers in the arm64 root
+# (vm/arm64-root.sh; held while this check runs).  Its failure fails the
+# arm64 blocks, not the others.  Sets a64root and a64rel (the Debian
+# kernel's release).
+a64_cross=aarch64-linux-gnu-
+a64_build() {
+	a64root=$("$top/vm/arm64-root.sh" --hold "$$") &&
+		a64rel=$("$top/vm/arm64-root.sh" --release) &&
+		make -C "$top" --no-print-directory -j"$(nproc)" O="$O/arm64" \
+			ARCH=arm64 CROSS_COMPILE="$a64_cross" lib tools tests &&
+		"$top/scripts/build-module.sh" "$a64rel" "$O/arm64/kmod/$a64rel" \
+			"$a64root/lib/modules/$a64rel/build"
 }
 
 # A build failure is one failed "test" of its own, and stops the suites
@@ -128,13 +195,20 @@ else
 		modules-all tools tests &
 	make_pid=$!
 	while kill -0 "$make_pid" 2>/dev/null; do
-		if debug_built; then
+		case " $kernels " in *" debug "*) ;; *) break ;; esac
+		if kernel_built debug; then
 			debug_module || :
 			break
 		fi
 		sleep 1
 	done
 	wait "$make_pid" || built=0
+fi
+a64_built=0
+if [ "$built" = 1 ] && { selected arm64-deb || selected arm64-64k ||
+	selected arm64lib-deb || selected arm64lib-64k; }; then
+	step "build for arm64"
+	a64_build && a64_built=1
 fi
 if [ "$built" -eq 0 ]; then
 	echo "pass=0 fail=1 skip=0" > "$results/build.counts"
@@ -391,6 +465,55 @@ debug_block() {
 	fi
 }
 
+# The arm64 VMs (vm/README.md, "The arm64 VMs"), on Debian's arm64
+# kernel (deb: 4 KiB pages) and on the 64K kernel (64k: 64 KiB pages,
+# built once per machine beside the debug kernel): the module's VM suite
+# in one block, the library's suites on the kernel backend and the
+# interposer's in another.  Sets a64k (run-vm.sh's kernel options) and
+# a64ko (the module); fails, counting one failure, when they did not
+# build.
+a64_kernel() {
+	case $1 in
+	deb) [ "$a64_built" = 1 ] &&
+		a64k="--kernel $a64rel" a64ko=$O/arm64/kmod/$a64rel/gpupool.ko ;;
+	64k) [ "$a64_built" = 1 ] && k64_module &&
+		a64k="--kernel $k64/arch/arm64/boot/Image --kbuild $k64" \
+		a64ko=$O/arm64/kmod/64k/gpupool.ko ;;
+	esac && return 0
+	echo "check: the arm64 build, the 64K kernel or the module for it did not build"
+	echo "pass=0 fail=1 skip=0" > "$results/arm64-$1-build.counts"
+	return 1
+}
+arm64_block() {
+	step "VM suite on arm64 ($1: $([ "$1" = deb ] && echo "Debian's $a64rel, 4 KiB pages" || echo "Linux 7.2, 64 KiB pages"))"
+	a64_kernel "$1" || return 1
+	# shellcheck disable=SC2086 # $a64k: options and their words
+	vm "arm64-$1" $a64k --arm64-root "$a64root" --ko "$a64ko" \
+		--tests "$O/arm64/tests/vm" --build-dir "$O" --quiet --timeout 1500
+}
+# The library's suites, all but the device pool's as on x86, and the
+# interposer's (tests/interpose: ASan's and the unsanitized ones), with
+# the arm64 doubles, each a group of one VM.  Without LeakSanitizer:
+# its scan at a process's exit takes 5-9 s there (aarch64's ASan
+# allocator walks every possible region), against 0.2 s on x86, which
+# put the programs that start many processes past their harness's 30 s;
+# leaks are the host suites' to find.  rt_threads (8 threads x 10^5
+# allocations under ASan) ran 28 s of those 30, and is the host's
+# (ASan, TSan) too.
+arm64lib_block() {
+	step "libgpupool and the interposer on the kernel backend, in the arm64 VM ($1)"
+	a64_kernel "$1" || return 1
+	a=$O/arm64
+	set -- --load pool_size=256M --env GPUPOOL_BACKEND=kernel \
+		--env ASAN_OPTIONS=detect_leaks=0
+	# shellcheck disable=SC2086
+	vm "arm64lib-$1" $a64k --arm64-root "$a64root" --ko "$a64ko" \
+		"$@" --tests "$a/tests/lib" --exclude 'dev_*' --then \
+		"$@" --tests "$a/tests/interpose/asan" --exclude rt_threads --then \
+		"$@" --tests "$a/tests/interpose/plain" \
+		--build-dir "$O" --quiet --timeout 1500 --test-timeout 600
+}
+
 deb_block() {
 	step "Debian packages: lintian, install, DKMS, upgrade, a VM loading the installed module, purge"
 	# shellcheck disable=SC2086
@@ -430,6 +553,8 @@ run_block() {
 	vm-*) kernel_block "${1#vm-}" ;;
 	lib-*) lib_block "${1#lib-}" ;;
 	torch-*) torch_block "${1#torch-}" ;;
+	arm64-*) arm64_block "${1#arm64-}" ;;
+	arm64lib-*) arm64lib_block "${1#arm64lib-}" ;;
 	esac > "$O/check-$1.log" 2>&1 || : > "$lanes/$1/failed"
 }
 # The order packs the blocks' times (a second run on this 2-core
@@ -444,7 +569,7 @@ for k in $kvers; do
 	blocks="$blocks vm-$k"
 	[ "$blocks" = " vm-$k" ] && blocks="$blocks host"
 done
-blocks="$blocks deb podman slurm"
+blocks="$blocks arm64-deb arm64-64k deb podman slurm arm64lib-deb arm64lib-64k"
 blocks="$blocks arm64-user"
 for suite in lib torch; do
 	for k in $kvers; do
@@ -454,7 +579,7 @@ done
 debug_parts="debug-1 debug-2"
 lane() {
 	for b in $debug_parts $blocks; do
-		if claim "$b"; then
+		if selected "$b" && claim "$b"; then
 			run_block "$b"
 		fi
 	done
@@ -465,15 +590,17 @@ lane() {
 # beside the lanes instead, it got what they left until the other blocks
 # were done, those took more CPU time beside it, and its parts came last
 # (docs/development.md has first runs in both orders).
-if ! debug_built; then
+# The 64K arm64 kernel, built after it, likewise.
+for k in $kernels; do
+	kernel_built "$k" && continue
 	echo
-	echo "check: the debug kernel is not ready yet (being built, here or by another check on this machine); the suites start when it is"
-	while ! debug_built; do
+	echo "check: the $k kernel is not ready yet (being built, here or by another check on this machine); the suites start when it is"
+	while ! kernel_built "$k"; do
 		sleep 5
 	done
-	echo "check: the debug kernel's build ended after $(( $(date +%s) - t0 )) s"
-	debug_module || :
-fi
+	echo "check: the $k kernel's build ended after $(( $(date +%s) - t0 )) s"
+	[ "$k" = debug ] && { debug_module || :; }
+done
 lane &
 lane_pid=$!
 lane
@@ -482,7 +609,7 @@ for b in $blocks $debug_parts; do
 	[ -e "$lanes/$b/failed" ] && status=1
 done
 for b in $blocks $debug_parts; do
-	cat "$O/check-$b.log"
+	[ -e "$O/check-$b.log" ] && cat "$O/check-$b.log"
 done
 
 echo

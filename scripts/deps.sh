@@ -55,6 +55,8 @@ demo_pkgs="gcc make libc6-dev perl kmod cpio
 # gdb: unwinds through the interposer's dlsym entry (tests/interpose).
 # ccache: `make check` compiles through it, with a cache every clone on the
 # machine shares (scripts/check.sh).
+# qemu-system-arm: qemu-system-aarch64, for the arm64 VMs (vm/README.md,
+# "The arm64 VMs"; their Debian packages are unpacked below).
 # arm64 (docs/development.md, "Cross builds"): gcc-aarch64-linux-gnu and
 # crossbuild-essential-arm64 (the arm64 packages, dpkg-buildpackage
 # --host-arch arm64), libc6-dev:arm64 (libc6:arm64, whose symbols
@@ -69,7 +71,7 @@ demo_pkgs="gcc make libc6-dev perl kmod cpio
 # unpacks them, below.
 check_pkgs="build-essential ccache clang libclang-rt-14-dev bc flex bison xz-utils zstd
       gcc-aarch64-linux-gnu crossbuild-essential-arm64 libc6-dev:arm64 libubsan1:arm64
-      qemu-user qemu-user-binfmt
+      qemu-user qemu-user-binfmt qemu-system-arm
       libelf-dev libssl-dev
       linux-source-6.1
       dkms liburing-dev python3-numpy python3-pip python3-setuptools
@@ -131,12 +133,22 @@ bp_pin=/etc/apt/preferences.d/gpupool-$bp
 need72=""
 [ "$part" = demo ] || have linux-source-7.2 || need72=linux-source-7.2
 
-# Debian's arm64 kernel headers, unpacked (scripts/arm64-kernel.sh): the
-# module's cross build is checked against them.
+# Debian's arm64 kernel, its modules and headers, unpacked
+# (scripts/arm64-kernel.sh): the module's cross build is checked against
+# the headers, and the arm64 VMs boot the image; and the arm64 VMs'
+# userland (vm/arm64-root.sh).  As root, both are brought up to what apt
+# offers (each a no-op, an apt-cache call, when the cache has it).
 needa64=""
-[ "$part" = demo ] || [ -n "$("$top/scripts/arm64-kernel.sh" list)" ] || needa64=1
+if [ "$part" = all ]; then
+	rel=$("$top/scripts/arm64-kernel.sh" list | tail -n 1)
+	{ [ -n "$rel" ] && "$top/scripts/arm64-kernel.sh" tree "$rel" &&
+	  "$top/vm/arm64-root.sh"; } >/dev/null 2>&1 || needa64=1
+fi
 fetch_a64() {
-	[ -z "$needa64" ] || "$top/scripts/arm64-kernel.sh" fetch >/dev/null
+	if [ "$part" = all ]; then
+		"$top/scripts/arm64-kernel.sh" fetch --image >/dev/null
+		"$top/vm/arm64-root.sh" --fetch >/dev/null
+	fi
 	# qemu-user-binfmt's entry, where no systemd-binfmt loaded it (a
 	# container): mounted and registered as root, else said.
 	b=/proc/sys/fs/binfmt_misc
@@ -147,9 +159,10 @@ fetch_a64() {
 }
 
 if [ -z "$missing$need612$need72" ]; then
-	if [ -n "$needa64" ] && [ "$(id -u)" -ne 0 ]; then
-		echo "gpupool needs Debian's arm64 kernel headers. As root, run:" >&2
-		echo "  scripts/arm64-kernel.sh fetch" >&2
+	if [ "$(id -u)" -ne 0 ]; then
+		[ -z "$needa64" ] && exit 0
+		echo "gpupool needs Debian's arm64 kernel and userland, unpacked. As root, run:" >&2
+		echo "  scripts/deps.sh" >&2
 		exit 1
 	fi
 	fetch_a64

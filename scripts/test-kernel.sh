@@ -61,6 +61,7 @@ arm64-64k)
 	exit 2 ;;
 esac
 log() { echo "$name-kernel: $*" >&2; }
+# shellcheck source=scripts/cache.sh
 . "$top/scripts/cache.sh"
 command -v "${cross}gcc" >/dev/null || {
 	log "${cross}gcc not found; run: make deps"

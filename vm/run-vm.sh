@@ -4,8 +4,9 @@
 # Usage: vm/run-vm.sh --kernel RELEASE|IMAGE [options]
 #
 #   --kernel REL        a Debian kernel: /boot/vmlinuz-REL, /lib/modules/REL;
-#                       an arm64 one (REL ending in -arm64) from the arm64
-#                       root (vm/arm64-root.sh) when /boot does not have it
+#                       an arm64 one (REL ending in -arm64) from
+#                       scripts/arm64-kernel.sh's cache when /boot does not
+#                       have it
 #   --kernel IMAGE      a kernel image we built (x86's bzImage, arm64's
 #                       Image); add --kbuild DIR (its build tree) when
 #                       virtio/9p are modules there
@@ -15,7 +16,7 @@
 #                       root laid over the host's (vm/README.md)
 #   --cpu MODEL         qemu's -cpu (default: x86_64 max,-erms; arm64
 #                       max,pauth-impdef=on)
-#   --arm64-root DIR    the arm64 root (default: vm/arm64-root.sh's)
+#   --arm64-root DIR    the arm64 guest's userland (default: vm/arm64-root.sh's)
 #   --kbuild DIR        kernel build tree (modules.order/modules.builtin/.config)
 #   --name NAME         suite name (results file, build dir); default: the
 #                       release (for a bzImage: DIR's kernel.release or the
@@ -148,15 +149,14 @@ else:
     print('unknown')
 EOF
 }
-# The arm64 root (vm/arm64-root.sh): Debian's arm64 kernels and the
-# guest's userland.
+# The arm64 guest's userland (vm/arm64-root.sh).
 find_arm64_root() {
 	[ -n "$arm64_root" ] || arm64_root=$("$here/arm64-root.sh") ||
 		die "no arm64 root (vm/arm64-root.sh); run make deps"
 	[ -d "$arm64_root" ] || die "--arm64-root $arm64_root: no such directory"
 	arm64_root=$(cd "$arm64_root" && pwd)
 }
-karch='' rel=''
+karch='' rel='' guest_moddir=''
 if [ -f "$kernel" ]; then
 	vmlinuz=$(realpath "$kernel")
 	read -r karch rel < <(image_info "$vmlinuz") || true
@@ -173,8 +173,11 @@ else
 	rel=$kernel
 	kroot=''
 	if [ ! -f "/boot/vmlinuz-$rel" ] && [[ $rel == *-arm64* ]]; then
-		find_arm64_root
-		kroot=$arm64_root
+		# Debian's arm64 kernel, unpacked; the guest's modprobe finds
+		# its modules where vm/init puts them (VM_MODDIR).
+		kroot=$("$repo/scripts/arm64-kernel.sh" tree "$rel") ||
+			die "$rel: no such arm64 kernel unpacked; run make deps"
+		guest_moddir=$kroot/lib/modules/$rel
 	fi
 	vmlinuz=$kroot/boot/vmlinuz-$rel
 	[ -f "$vmlinuz" ] || die "$vmlinuz not found (installed: $(cd /boot && echo vmlinuz-*))"
@@ -273,8 +276,10 @@ mkdir -p "$scratch"
 	echo "export GPUPOOL_KO=$(q "$ko")"
 	echo "export VM_RUN=$(q "$run_cmd")"
 	echo "export VM_GROUPS=${#g_tests[@]}"
-	# arm64: the arm64 root over the host's (vm/init)
+	# arm64: the arm64 userland over the host's root, and the modules
+	# of a Debian kernel at /lib/modules/RELEASE (vm/init)
 	echo "export VM_USERLAND=$([ "$arch" = arm64 ] && echo 1 || echo 0)"
+	echo "export VM_MODDIR=$(q "$guest_moddir")"
 	# --shell: one group, for vm/init (--load) and the shell (--env)
 	if [ $shell = 1 ]; then
 		echo "export VM_LOAD_PARAMS=$(q "${g_load_params[0]}")"
@@ -339,7 +344,7 @@ arm64)
 	# (vm/README.md has the figures).
 	qemu=(qemu-system-aarch64 -machine virt,gic-version=3 -accel tcg,thread=single
 		-cpu "${cpu:-max,pauth-impdef=on}" -smp "$smp")
-	# The arm64 root, laid over the host's in the guest (vm/init).
+	# The arm64 userland, laid over the host's root in the guest (vm/init).
 	qemu+=(-virtfs "local,path=$arm64_root,mount_tag=userland,security_model=none,readonly=on,multidevs=remap") ;;
 esac
 qemu+=(-m "${mem_mb}M" -nodefaults -no-user-config -display none
