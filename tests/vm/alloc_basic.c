@@ -17,9 +17,9 @@ TEST_F(pool, alloc_map_write_read_free)
 	unsigned char *p, *q;
 
 	ASSERT_EQ(0, gp_alloc_ex(self->fd, size, 0, 0, &a));
-	EXPECT_EQ(0, a.handle % 4096);
+	EXPECT_EQ(0, a.handle % GP_PG);
 	EXPECT_NE(0, a.handle);
-	EXPECT_EQ(3 * MiB + 4096, a.chunk_size);
+	EXPECT_EQ(gp_chunk_of(size), a.chunk_size);
 
 	s = gp_pool();
 	EXPECT_EQ(32 * MiB, s.total);
@@ -55,7 +55,7 @@ TEST_F(pool, alloc_map_write_read_free)
 	EXPECT_EQ(32 * MiB, s.largest_free);
 	EXPECT_EQ(1, s.frees);
 	EXPECT_EQ(1, s.chunks_free);
-	EXPECT_EQ(3 * MiB + 4096, s.peak_in_use);
+	EXPECT_EQ(gp_chunk_of(size), s.peak_in_use);
 }
 
 /* Sizes are rounded up to a page, exactly: no power-of-two waste. */
@@ -71,7 +71,7 @@ TEST_F(pool, exact_sizes)
 
 	for (i = 0; i < 8; i++) {
 		ASSERT_EQ(0, gp_alloc_ex(self->fd, sizes[i], 0, 0, &a));
-		EXPECT_EQ((sizes[i] + 4095) & ~4095ULL, a.chunk_size);
+		EXPECT_EQ(gp_chunk_of(sizes[i]), a.chunk_size);
 		handles[i] = a.handle;
 		total += a.chunk_size;
 	}

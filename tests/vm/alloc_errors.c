@@ -71,7 +71,7 @@ TEST_F(pool, alloc_bad_fields)
 	a.chunk_size = 1;
 	a.chunk_node = 77;
 	EXPECT_EQ(0, gp_ioc(self->fd, GPUPOOL_IOC_ALLOC, &a));
-	EXPECT_EQ(4096, a.chunk_size);
+	EXPECT_EQ(gp_chunk_of(4096), a.chunk_size);
 	EXPECT_EQ(0, gp_free(self->fd, a.handle));
 }
 
@@ -96,7 +96,7 @@ TEST_F(pool, free_bad_handles)
 	ASSERT_LE(0, fd2);
 	EXPECT_EQ(-EINVAL, gp_free(fd2, h));
 	close(fd2);
-	EXPECT_EQ(8192, gp_pool().in_use);
+	EXPECT_EQ(gp_chunk_of(8192), gp_pool().in_use);
 
 	memset(&f, 0, sizeof(f));
 	f.handle = h;
@@ -108,7 +108,7 @@ TEST_F(pool, free_bad_handles)
 	f.pad = 0;
 	f.reserved[1] = 1;
 	EXPECT_EQ(-EINVAL, gp_ioc(self->fd, GPUPOOL_IOC_FREE, &f));
-	EXPECT_EQ(8192, gp_pool().in_use);
+	EXPECT_EQ(gp_chunk_of(8192), gp_pool().in_use);
 
 	EXPECT_EQ(0, gp_free(self->fd, h));
 	/* Double free. */

@@ -98,7 +98,7 @@ TEST_F(pool, guess_handles_and_offsets)
 	memset(&e, 0, sizeof(e));
 	e.handle = info[0];
 	EXPECT_NE(0, ioctl(self->fd, GPUPOOL_IOC_EXPORT, &e));
-	for (off = 0; off < 16 * MiB; off += 4096) {
+	for (off = 0; off < 16 * MiB; off += GP_PG) {
 		m = mmap(NULL, info[1], PROT_READ, MAP_SHARED, self->fd, (off_t)off);
 		EXPECT_EQ(MAP_FAILED, m) TH_LOG("offset %#llx mapped",
 						 (unsigned long long)off);
@@ -368,23 +368,23 @@ TEST_F(pool, integer_overflows)
 				   (off_t)(~0ull & ~4095ull & ~(1ull << 63))));
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, ~0ull & ~4095ull >> 1, PROT_READ,
 				   MAP_SHARED, self->fd, (off_t)h));
-	EXPECT_EQ(MAP_FAILED, mmap(NULL, MiB + 4096, PROT_READ, MAP_SHARED,
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, MiB + GP_PG, PROT_READ, MAP_SHARED,
 				   self->fd, (off_t)h));
 	/* STATS with a huge nr_nodes: writes only the nodes that exist, into
 	 * an array followed by a guard page.
 	 */
-	m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		 -1, 0);
+	m = mmap(NULL, 2 * GP_PG, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, m);
-	ASSERT_EQ(0, mprotect(m + 4096, 4096, PROT_NONE));
-	nodes = (void *)(m + 4096 - sizeof(*nodes));	/* room for one */
+	ASSERT_EQ(0, mprotect(m + GP_PG, GP_PG, PROT_NONE));
+	nodes = (void *)(m + GP_PG - sizeof(*nodes));	/* room for one */
 	memset(&s, 0, sizeof(s));
 	s.nr_nodes = ~0u;
 	s.nodes_ptr = (uint64_t)(uintptr_t)nodes;
 	EXPECT_EQ(0, ioctl(self->fd, GPUPOOL_IOC_STATS, &s));
 	EXPECT_EQ(1, s.nr_nodes);	/* the pool here has one sub-pool */
 	EXPECT_EQ(16 * MiB, nodes->total);
-	munmap(m, 8192);
+	munmap(m, 2 * GP_PG);
 }
 
 /* The per-process limit holds against one process, and chunks passed on

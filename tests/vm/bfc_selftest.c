@@ -124,9 +124,9 @@ TEST(policy_param)
 	GP_REQUIRE();
 	place_one(_metadata, "tf", 2 * MiB);
 	place_one(_metadata, "exact", 2 * MiB);
-	place_one(_metadata, "seg", 4 * MiB - 4096);
-	place_one(_metadata, "half", 4 * MiB - 4096);
-	place_one(_metadata, "age", 4 * MiB - 4096);
+	place_one(_metadata, "seg", 4 * MiB - GP_PG);
+	place_one(_metadata, "half", 4 * MiB - GP_PG);
+	place_one(_metadata, "age", 4 * MiB - GP_PG);
 	place_one(_metadata, NULL, 2 * MiB);	/* the default: tf */
 	EXPECT_EQ(-EINVAL, gp_load("pool_size=4M policy=best"));
 	EXPECT_EQ(0, gp_loaded());

@@ -480,6 +480,7 @@ TEST_F(lim, no_limit_never_refuses)
 	struct tenant *t = &self->t[0];
 	struct tn_rep rp;
 	char relbuf[256];
+	uint64_t huge;
 	int ret;
 
 	ASSERT_EQ(0, cg_make(&self->env, "U"));
@@ -492,7 +493,9 @@ TEST_F(lim, no_limit_never_refuses)
 	ASSERT_LE(0, tn_alloc(&self->t[1], 3 * MiB));
 	ASSERT_EQ(0, tn_start(t, &self->env, "U/u"));
 
-	ret = tn_alloc(t, ~0ull - 8191);
+	/* The largest size whose pages do not wrap (2^64 less a page). */
+	huge = ~0ull - (2 * GP_PG - 1);
+	ret = tn_alloc(t, huge);
 	if (ret == -ENOSPC &&
 	    !tn_call(t, TN_DENIAL, 0, 0, -1, &rp, NULL))
 		TH_LOG("refused by %s, limit %#llx, use %llu", rp.path,
@@ -510,7 +513,7 @@ TEST_F(lim, no_limit_never_refuses)
 	 * capacity never reaches it: the pool's ENOMEM, nothing charged.
 	 */
 	ASSERT_EQ(0, cg_limit(self->fd, &self->env, "U", 8 * MiB));
-	ret = tn_alloc(t, ~0ull - 8191);
+	ret = tn_alloc(t, huge);
 	if (variant->dmem) {
 		EXPECT_EQ(-ENOMEM, ret);
 		EXPECT_EQ(3 * MiB, cg_dmem_value(&self->env, "U", "dmem.current"));

@@ -13,7 +13,7 @@
 #include "kselftest_harness.h"
 #include "pool_lib.h"
 
-#define CH	(MiB + 4096)
+#define CH	(MiB + GP_PG)	/* a chunk of 1 MiB and a page */
 
 GP_POOL_FIXTURE(pool, "pool_size=16M", 5000)
 
@@ -44,9 +44,9 @@ TEST_F(pool, chunk_info)
 	EXPECT_EQ(FD_CLOEXEC, fcntl(cfd, F_GETFD) & FD_CLOEXEC);
 
 	/* The chunk fd maps at offset 0 with the chunk's length only. */
-	EXPECT_EQ(MAP_FAILED, mmap(NULL, CH, PROT_READ, MAP_SHARED, cfd, 4096));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, CH, PROT_READ, MAP_SHARED, cfd, GP_PG));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(MAP_FAILED, mmap(NULL, CH - 4096, PROT_READ, MAP_SHARED, cfd, 0));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, CH - GP_PG, PROT_READ, MAP_SHARED, cfd, 0));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, CH, PROT_READ, MAP_PRIVATE, cfd, 0));
 	EXPECT_EQ(EINVAL, errno);
@@ -174,7 +174,7 @@ static int try_to_reach(void *arg)
 		if (gp_free(fd, h) != -EINVAL || gp_export(fd, h, 0) != -EINVAL)
 			return 3;
 	}
-	for (h = 0; h < 64 * 4096; h += 4096) {
+	for (h = 0; h < 64 * GP_PG; h += GP_PG) {
 		p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, h);
 		if (p != MAP_FAILED)
 			return 4;
@@ -206,7 +206,7 @@ TEST_F(pool, unreachable_without_fd)
 	EXPECT_EQ(0, gp_run_child(try_to_reach, handles));
 	/* Nothing of ours was touched. */
 	ASSERT_EQ(0, gp_wait_quiet(20000, 0));
-	EXPECT_EQ(8 * 4096, gp_pool().in_use);
+	EXPECT_EQ(8 * gp_chunk_of(4096), gp_pool().in_use);
 	for (i = 0; i < 8; i++) {
 		p = gp_map(self->fd, handles[i], 4096);
 		ASSERT_NE(MAP_FAILED, p);

@@ -70,9 +70,9 @@ static int child_exchange(char *p, unsigned long len, unsigned long first,
 	if (p[GP_PG] != (char)gp_page_pat(first + 1))
 		return 11;
 	rss = gp_vma_kb(p, "Rss");
-	if (rss != 4) {
-		fprintf(stderr, "child: Rss after reading one page: %ld kB, want 4\n",
-			rss);
+	if (rss != (long)(GP_PG >> 10)) {
+		fprintf(stderr, "child: Rss after reading one page: %ld kB, want %lu\n",
+			rss, GP_PG >> 10);
 		return 12;
 	}
 	if (gp_check_pages(p, len, first))
@@ -261,29 +261,30 @@ TEST_F(flz, kernel_faults_for_child)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		char buf[GP_PG];
+		const ssize_t pg = GP_PG;
+		char buf[pg];
 		int pp[2];
-		struct iovec iov = { p + 9 * GP_PG, GP_PG };
+		struct iovec iov = { p + 9 * pg, pg };
 
 		if (pipe(pp))
 			_exit(40);
 		/* copy_from_user from page 5, unfaulted. */
-		if (write(pp[1], p + 5 * GP_PG, GP_PG) != GP_PG ||
-		    read(pp[0], buf, GP_PG) != GP_PG ||
-		    !gp_all_bytes(buf, GP_PG, gp_page_pat(5)))
+		if (write(pp[1], p + 5 * pg, pg) != pg ||
+		    read(pp[0], buf, pg) != pg ||
+		    !gp_all_bytes(buf, pg, gp_page_pat(5)))
 			_exit(41);
 		/* copy_to_user into page 6, unfaulted: the parent sees it. */
-		memset(buf, 0x31, GP_PG);
-		if (write(pp[1], buf, GP_PG) != GP_PG ||
-		    read(pp[0], p + 6 * GP_PG, GP_PG) != GP_PG)
+		memset(buf, 0x31, pg);
+		if (write(pp[1], buf, pg) != pg ||
+		    read(pp[0], p + 6 * pg, pg) != pg)
 			_exit(42);
 		/* GUP: vmsplice pins page 9 into the pipe. */
-		if (vmsplice(pp[1], &iov, 1, 0) != GP_PG ||
-		    read(pp[0], buf, GP_PG) != GP_PG ||
-		    !gp_all_bytes(buf, GP_PG, gp_page_pat(9)))
+		if (vmsplice(pp[1], &iov, 1, 0) != pg ||
+		    read(pp[0], buf, pg) != pg ||
+		    !gp_all_bytes(buf, pg, gp_page_pat(9)))
 			_exit(43);
 		/* Three pages faulted in, by the kernel. */
-		if (gp_vma_kb(p, "Rss") != 12)
+		if (gp_vma_kb(p, "Rss") != (long)(3 * GP_PG >> 10))
 			_exit(44);
 		_exit(0);
 	}

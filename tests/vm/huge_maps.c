@@ -36,6 +36,7 @@
 #include "pool_lib.h"
 
 #define BLK	(2 * MiB)
+#define PPB	(BLK / GP_PG)	/* pages a block */
 #define POOL	(32 * MiB)
 
 GP_POOL_FIXTURE(hm, "pool_size=32M", 10000)
@@ -262,12 +263,12 @@ TEST_F(hm, split_protect_move)
 	EXPECT_EQ(2048, pmd_kb(p));
 	EXPECT_EQ(4096, pmd_kb(p + 2 * BLK));
 	EXPECT_EQ(0, gp_check_pages(p, BLK, 5));
-	EXPECT_EQ(0, gp_check_pages(p + 2 * BLK, 2 * BLK, 5 + 2 * 512));
+	EXPECT_EQ(0, gp_check_pages(p + 2 * BLK, 2 * BLK, 5 + 2 * PPB));
 
 	/* Block 2 read-only: readable, a write is a SIGSEGV. */
 	ASSERT_EQ(0, mprotect(p + 2 * BLK, BLK, PROT_READ));
 	EXPECT_EQ(128 + SIGSEGV, child_write(p + 2 * BLK + 5));
-	EXPECT_EQ(0, gp_check_pages(p + 2 * BLK, BLK, 5 + 2 * 512));
+	EXPECT_EQ(0, gp_check_pages(p + 2 * BLK, BLK, 5 + 2 * PPB));
 	EXPECT_EQ(0, child_write(p + 3 * BLK));
 
 	/* One page of block 3 read-only: its entry splits, bytes stay. */
@@ -275,9 +276,9 @@ TEST_F(hm, split_protect_move)
 	EXPECT_EQ(128 + SIGSEGV, child_write(p + 3 * BLK + 7 * GP_PG));
 	EXPECT_EQ(0, child_write(p + 3 * BLK + 8 * GP_PG));
 	/* The children's writes went to the chunk: put the pattern back. */
-	p[3 * BLK] = (char)gp_page_pat(5 + 3 * 512);
-	p[3 * BLK + 8 * GP_PG] = (char)gp_page_pat(5 + 3 * 512 + 8);
-	EXPECT_EQ(0, gp_check_pages(p + 3 * BLK, BLK, 5 + 3 * 512));
+	p[3 * BLK] = (char)gp_page_pat(5 + 3 * PPB);
+	p[3 * BLK + 8 * GP_PG] = (char)gp_page_pat(5 + 3 * PPB + 8);
+	EXPECT_EQ(0, gp_check_pages(p + 3 * BLK, BLK, 5 + 3 * PPB));
 	EXPECT_EQ(0, pmd_kb(p + 3 * BLK));
 
 	/* One page of block 0 unmapped: the rest of it stays. */
@@ -291,7 +292,7 @@ TEST_F(hm, split_protect_move)
 	q = mremap(p + 2 * BLK, BLK, BLK, MREMAP_MAYMOVE | MREMAP_FIXED,
 		   p + BLK);
 	ASSERT_EQ(p + BLK, q);
-	EXPECT_EQ(0, gp_check_pages(q, BLK, 5 + 2 * 512));
+	EXPECT_EQ(0, gp_check_pages(q, BLK, 5 + 2 * PPB));
 	EXPECT_EQ(2048, pmd_kb(q));
 	EXPECT_EQ(128 + SIGSEGV, child_write(q));
 

@@ -19,7 +19,7 @@
 #include "kselftest_harness.h"
 #include "pool_lib.h"
 
-#define CH	(2 * MiB + 3 * 4096)
+#define CH	(2 * MiB + 3 * GP_PG)
 
 FIXTURE(chunk) {
 	int fd;
@@ -50,17 +50,17 @@ TEST_F(chunk, bad_mappings)
 	p = mmap(NULL, CH, PROT_READ | PROT_WRITE, MAP_PRIVATE, self->fd, self->h);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EINVAL, errno);
-	p = mmap(NULL, CH - 4096, PROT_READ, MAP_SHARED, self->fd, self->h);
+	p = mmap(NULL, CH - GP_PG, PROT_READ, MAP_SHARED, self->fd, self->h);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EINVAL, errno);
-	p = mmap(NULL, CH + 4096, PROT_READ, MAP_SHARED, self->fd, self->h);
+	p = mmap(NULL, CH + GP_PG, PROT_READ, MAP_SHARED, self->fd, self->h);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EINVAL, errno);
 	/* An offset inside the chunk, past it, or naming nothing. */
-	p = mmap(NULL, CH - 4096, PROT_READ, MAP_SHARED, self->fd, self->h + 4096);
+	p = mmap(NULL, CH - GP_PG, PROT_READ, MAP_SHARED, self->fd, self->h + GP_PG);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EINVAL, errno);
-	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, 0);
+	p = mmap(NULL, GP_PG, PROT_READ, MAP_SHARED, self->fd, 0);
 	EXPECT_EQ(MAP_FAILED, p);
 	p = mmap(NULL, CH, PROT_READ, MAP_SHARED, self->fd, self->h + (1ULL << 30));
 	EXPECT_EQ(MAP_FAILED, p);
@@ -72,17 +72,17 @@ TEST_F(chunk, bad_mappings)
 	/* Read-only file: PROT_WRITE shared is refused by the VFS (EACCES). */
 	ro = open(GP_DEV, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, ro);
-	uint64_t h2 = gp_alloc(ro, 4096);
+	uint64_t h2 = gp_alloc(ro, GP_PG);
 
 	ASSERT_NE(0, h2);
-	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ro, h2);
+	p = mmap(NULL, GP_PG, PROT_READ | PROT_WRITE, MAP_SHARED, ro, h2);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EACCES, errno);
-	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ro, h2);
+	p = mmap(NULL, GP_PG, PROT_READ, MAP_SHARED, ro, h2);
 	ASSERT_NE(MAP_FAILED, p);
-	EXPECT_EQ(-1, mprotect(p, 4096, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(-1, mprotect(p, GP_PG, PROT_READ | PROT_WRITE));
 	EXPECT_EQ(EACCES, errno);
-	munmap(p, 4096);
+	munmap(p, GP_PG);
 	close(ro);
 
 	EXPECT_EQ(CH, gp_pool().in_use);
@@ -106,12 +106,12 @@ TEST_F(chunk, mprotect)
 	EXPECT_EQ(-1, mprotect(p, CH, PROT_READ | PROT_EXEC));
 	EXPECT_EQ(EACCES, errno);
 	/* Part of it only: splits the vma. */
-	ASSERT_EQ(0, mprotect(p + 4096, 4096, PROT_READ | PROT_WRITE));
-	p[4096] = 7;
+	ASSERT_EQ(0, mprotect(p + GP_PG, GP_PG, PROT_READ | PROT_WRITE));
+	p[GP_PG] = 7;
 	ASSERT_EQ(0, mprotect(p, CH, PROT_READ | PROT_WRITE));
 	p[0] = 43;
 	EXPECT_EQ(43, p[0]);
-	EXPECT_EQ(7, p[4096]);
+	EXPECT_EQ(7, p[GP_PG]);
 	EXPECT_EQ(0, munmap(p, CH));
 }
 
@@ -121,11 +121,11 @@ TEST_F(chunk, mremap)
 	size_t i;
 
 	ASSERT_NE(MAP_FAILED, p);
-	for (i = 0; i < CH; i += 4096)
-		p[i] = (char)(i >> 12);
+	for (i = 0; i < CH; i += GP_PG)
+		p[i] = (char)(i / GP_PG);
 
 	/* Growing in place or moving: refused (VM_DONTEXPAND). */
-	q = mremap(p, CH, CH + 4096, 0);
+	q = mremap(p, CH, CH + GP_PG, 0);
 	EXPECT_EQ(MAP_FAILED, q);
 	EXPECT_EQ(EFAULT, errno);
 	q = mremap(p, CH, 2 * CH, MREMAP_MAYMOVE);
@@ -137,17 +137,17 @@ TEST_F(chunk, mremap)
 	ASSERT_NE(MAP_FAILED, r);
 	q = mremap(p, CH, CH, MREMAP_MAYMOVE | MREMAP_FIXED, r);
 	ASSERT_EQ(r, q) TH_LOG("mremap move: %s", strerror(errno));
-	for (i = 0; i < CH; i += 4096)
-		if (q[i] != (char)(i >> 12))
+	for (i = 0; i < CH; i += GP_PG)
+		if (q[i] != (char)(i / GP_PG))
 			break;
 	EXPECT_EQ(CH, i);
 
 	/* Shrinking: the tail goes, the head still works. */
-	p = mremap(q, CH, CH - 8192, 0);
+	p = mremap(q, CH, CH - 2 * GP_PG, 0);
 	ASSERT_EQ(q, p);
-	p[4096] = 99;
-	EXPECT_EQ(99, p[4096]);
-	EXPECT_EQ(0, munmap(p, CH - 8192));
+	p[GP_PG] = 99;
+	EXPECT_EQ(99, p[GP_PG]);
+	EXPECT_EQ(0, munmap(p, CH - 2 * GP_PG));
 
 	/* Unmapped and freed: the whole chunk is back. */
 	EXPECT_EQ(0, gp_free(self->fd, self->h));
@@ -163,9 +163,9 @@ TEST_F(chunk, partial_unmap_and_dontneed)
 	ASSERT_NE(MAP_FAILED, p);
 	memset(p, 0x5a, CH);
 	/* A hole in the middle: two vmas, each with its reference. */
-	EXPECT_EQ(0, munmap(p + MiB, 4096));
+	EXPECT_EQ(0, munmap(p + MiB, GP_PG));
 	EXPECT_EQ(0x5a, p[MiB - 1]);
-	EXPECT_EQ(0x5a, p[MiB + 4096]);
+	EXPECT_EQ(0x5a, p[MiB + GP_PG]);
 
 	/* DONTNEED drops the PTEs; the fault puts the same page back. */
 	EXPECT_EQ(0, madvise(p, MiB, MADV_DONTNEED));
@@ -183,7 +183,7 @@ TEST_F(chunk, partial_unmap_and_dontneed)
 	usleep(100 * 1000);
 	EXPECT_EQ(CH, gp_pool().in_use);
 	EXPECT_EQ(0x5a, p[CH - 1]);
-	EXPECT_EQ(0, munmap(p + MiB + 4096, CH - MiB - 4096));
+	EXPECT_EQ(0, munmap(p + MiB + GP_PG, CH - MiB - GP_PG));
 	ASSERT_EQ(0, gp_wait_quiet(20000, 0));
 	EXPECT_EQ(0, gp_pool().in_use);
 	EXPECT_EQ(32 * MiB, gp_pool().free);

@@ -24,6 +24,19 @@
 #define KiB	(1ULL << 10)
 #define MiB	(1ULL << 20)
 
+/*
+ * The kernel's page size: 4 KiB on x86-64; 4, 16 or 64 KiB on arm64 (the
+ * VMs boot a 64 KiB one).  A chunk is whole pages, and the module counts
+ * its figures (in_use, peak, quarantined ...) in chunks' sizes.
+ */
+#define GP_PG	((unsigned long)getpagesize())
+
+/* The chunk the module cuts for a request of n bytes: whole pages. */
+static inline uint64_t gp_chunk_of(uint64_t n)
+{
+	return (n + GP_PG - 1) & ~(uint64_t)(GP_PG - 1);
+}
+
 /* The first NUMA node with memory (0 on a machine without NUMA). */
 static inline int gp_first_node(void)
 {
@@ -286,7 +299,7 @@ static inline long long gp_free_bytes(void)
 		else if (!strncmp(p, "count: ", 7))
 			pages += atoll(p + 7);
 	}
-	return pages * 4096;
+	return pages * GP_PG;
 }
 
 /* Seconds on the monotonic clock. */
@@ -344,11 +357,10 @@ static inline int gp_run_child(int (*fn)(void *), void *arg)
 }
 
 /*
- * A range filled page by page: page i of it holds gp_page_pat(first + i)
- * in every byte, so that a page mapped at the wrong place shows.
+ * A range filled page by page (GP_PG): page i of it holds
+ * gp_page_pat(first + i) in every byte, so that a page mapped at the wrong
+ * place shows.
  */
-#define GP_PG	4096UL
-
 static inline unsigned char gp_page_pat(unsigned long i)
 {
 	return (unsigned char)(i * 7 + 1);

@@ -45,6 +45,10 @@ FIXTURE_TEARDOWN(pool)
 	EXPECT_EQ(0, gp_unload_wait(5000));
 }
 
+/* What the fixture's four live chunks take: whole pages each. */
+#define LIVE	(gp_chunk_of(4096) + gp_chunk_of(65536) + \
+		 gp_chunk_of(2 * MiB + 4096) + gp_chunk_of(5 * MiB))
+
 #define KB(x)	((long long)((x) >> 10))
 
 TEST_F(pool, proc_matches_stats)
@@ -86,7 +90,7 @@ TEST_F(pool, proc_matches_stats)
 	CHECK("Nodes", st.nr_nodes);
 
 	EXPECT_EQ(32 * MiB, t->total);
-	EXPECT_EQ(4096 + 65536 + 2 * MiB + 4096 + 5 * MiB, t->in_use);
+	EXPECT_EQ(LIVE, t->in_use);
 	EXPECT_EQ(t->total, t->free + t->in_use + t->zeroing + t->quarantined);
 	EXPECT_EQ(4, t->chunks_in_use);
 	EXPECT_EQ(6, t->allocs);
@@ -176,7 +180,7 @@ TEST_F(pool, holders)
 	prctl(PR_SET_NAME, "gp-holder-test");
 	ASSERT_LT(0, gp_read_file(GP_PROC, text, sizeof(text)));
 	ASSERT_TRUE(find_holder(text, pid, &kb, &chunks, comm)) TH_LOG("%s", text);
-	EXPECT_EQ((4096 + 65536 + 2 * MiB + 4096 + 5 * MiB) >> 10, kb);
+	EXPECT_EQ(LIVE >> 10, kb);
 	EXPECT_EQ(4, chunks);
 	EXPECT_EQ(0, gp_run_child(unprivileged_view, &pid));
 }
@@ -293,7 +297,9 @@ TEST_F(pool, bins_add_up)
  * still add up exactly; with a process churning meanwhile, every read
  * works and no byte is counted twice.
  */
-#define MANY	12288	/* one-page chunks: a dozen slices (GP_WALK_SLICE) */
+/* One-page chunks in 48 MiB: 12288 with 4 KiB pages, 768 with 64 KiB. */
+#define MANY		((int)(48 * MiB / GP_PG))
+#define MANY_MAX	(48 * MiB / 4096)
 
 FIXTURE(many) {
 	int fd;
@@ -301,7 +307,7 @@ FIXTURE(many) {
 
 FIXTURE_SETUP(many)
 {
-	static uint64_t h[MANY];
+	static uint64_t h[MANY_MAX];
 	int i;
 
 	GP_REQUIRE();

@@ -143,7 +143,7 @@ TEST(partial_reservation)
 	GP_REQUIRE();
 	/* What the pool may take: not ZONE_MOVABLE (movablecore= below). */
 	ASSERT_EQ(0, kernel_zones(&k));
-	usable = k.managed * 4096;
+	usable = k.managed * GP_PG;
 	warned = klog_count("the kernel had no more to give");
 	snprintf(params, sizeof(params), "pool_size=%lld", 2 * total);
 	ASSERT_EQ(0, gp_load(params));

@@ -140,7 +140,7 @@ static int churn(void *arg)
 	atomic_fetch_add(&ch->started, 1);
 	while (!atomic_load(&ch->stop) && gp_now() < end) {
 		for (n = 0; n < CHURN_BATCH; n++) {
-			h[n] = gp_alloc(fd, 4096);
+			h[n] = gp_alloc(fd, GP_PG);
 			if (!h[n])
 				break;
 		}
@@ -155,7 +155,8 @@ static int churn(void *arg)
 
 TEST_F_TIMEOUT(pool, busy_zeroing_does_not_stall_alloc, 2 * CHURN_SECS)
 {
-	static uint64_t h[POOL / 4096];
+	static uint64_t h[POOL / 4096];	/* one-page chunks: 4 KiB at least */
+	const int pages = (int)(POOL / GP_PG);
 	struct gpupool_alloc a;
 	struct churn *ch;
 	pid_t pids[CHURNERS];
@@ -163,9 +164,9 @@ TEST_F_TIMEOUT(pool, busy_zeroing_does_not_stall_alloc, 2 * CHURN_SECS)
 	unsigned long long frees;
 
 	ASSERT_LE(0, fd);
-	while (n < (int)(POOL / 4096) && (h[n] = gp_alloc(fd, 4096)))
+	while (n < pages && (h[n] = gp_alloc(fd, GP_PG)))
 		n++;
-	ASSERT_EQ(POOL / 4096, n);
+	ASSERT_EQ(pages, n);
 	for (i = 0; i < n; i += 2)
 		ASSERT_EQ(0, gp_free(fd, h[i]));
 	ASSERT_EQ(0, gp_wait_quiet(10000, 0));
@@ -183,7 +184,7 @@ TEST_F_TIMEOUT(pool, busy_zeroing_does_not_stall_alloc, 2 * CHURN_SECS)
 		atomic_load(&ch->frees) < 1000) && !atomic_load(&ch->done))
 		usleep(1000);
 
-	ret = gp_alloc_ex(fd, 2 * 4096, 0, 0, &a);
+	ret = gp_alloc_ex(fd, 2 * GP_PG, 0, 0, &a);
 	done = atomic_load(&ch->done);
 	frees = atomic_load(&ch->frees);
 	atomic_store(&ch->stop, 1);
