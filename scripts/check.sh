@@ -27,10 +27,17 @@
 #      arm64's too, cross-built, lintian, DKMS for Debian's arm64 kernel
 #   6. the library's and the interposer's suites built for arm64, under
 #      qemu-aarch64 (scripts/arm64-user.sh)
-#   (once everything is built, 1-6 run in two lanes, one per core, in
+#   7. arm64, cross-built (into $O/arm64): the VM suite, libgpupool's
+#      suites on the kernel backend and the interposer's in arm64 VMs, on
+#      Debian's arm64 kernel (4 KiB pages) and on a 64 KiB-page 7.2
+#      kernel (scripts/test-kernel.sh arm64-64k, built once per machine
+#      after the debug kernel and cached beside it; vm/README.md, "The
+#      arm64 VMs")
+#   (once everything is built, 1-7 run in two lanes, one per core, in
 #   blocks: the host suites, each stock kernel's VM suites, the tenants'
-#   suites, the debug kernel's, the packages'; whichever lane is free
-#   takes the next block)
+#   suites, the debug kernel's, the packages', the arm64 ones; whichever
+#   lane is free takes the next block; GPUPOOL_CHECK_BLOCKS=PATTERNS runs
+#   only the blocks it names, e.g. 'arm64*')
 #   (the library's tests run on the user backend here and again, on the
 #   kernel backend, inside the VM on each kernel)
 # The last line printed is the sum over all suites: `N passed, N failed,
@@ -163,18 +170,19 @@ k64_module() {
 
 # The arm64 build, into $O/arm64 (docs/development.md, "Cross builds"):
 # the library, the tools, the tests and the doubles, and gpupool.ko for
-# Debian's arm64 kernel, against its headers in the arm64 root
-# (vm/arm64-root.sh; held while this check runs).  Its failure fails the
-# arm64 blocks, not the others.  Sets a64root and a64rel (the Debian
-# kernel's release).
+# the newest of Debian's arm64 kernels that make deps unpacked
+# (scripts/arm64-kernel.sh), which its VMs boot.  Its failure fails the
+# arm64 blocks, not the others.  Sets a64rel (that kernel's release) and
+# a64root (the guest's userland, vm/arm64-root.sh, held while this check
+# runs).
 a64_cross=aarch64-linux-gnu-
 a64_build() {
 	a64root=$("$top/vm/arm64-root.sh" --hold "$$") &&
-		a64rel=$("$top/vm/arm64-root.sh" --release) &&
+		a64rel=$("$top/scripts/arm64-kernel.sh" list | tail -n 1) &&
+		[ -n "$a64rel" ] &&
 		make -C "$top" --no-print-directory -j"$(nproc)" O="$O/arm64" \
-			ARCH=arm64 CROSS_COMPILE="$a64_cross" lib tools tests &&
-		"$top/scripts/build-module.sh" "$a64rel" "$O/arm64/kmod/$a64rel" \
-			"$a64root/lib/modules/$a64rel/build"
+			ARCH=arm64 CROSS_COMPILE="$a64_cross" KVER="$a64rel" \
+			lib tools tests module
 }
 
 # A build failure is one failed "test" of its own, and stops the suites
