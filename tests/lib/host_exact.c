@@ -60,12 +60,14 @@ TEST(shared_exact)
 	gp_close(ctx);
 }
 
-/* GP_OPEN_NO_HUGEPAGES: a shared buffer is page-rounded, never rounded up
- * to 2 MiB for huge pages (as the header says).
+/* GP_OPEN_NO_HUGEPAGES: a shared buffer is page-rounded (the kernel's
+ * page: 4 KiB, or 64 KiB on an arm64 kernel built so), never rounded up to
+ * 2 MiB for huge pages (as the header says).
  */
 TEST(shared_no_hugepages_page_rounded)
 {
-	size_t size = (4u << 20) - 10 * 4096;	/* 2 MiB rounding: cheap */
+	/* ten pages short of 4 MiB: no multiple of 2 MiB with either */
+	size_t size = (4u << 20) - 10 * (size_t)getpagesize();
 	struct gp_host_stats st;
 	struct gp_options o;
 	struct gp_ctx *ctx;
