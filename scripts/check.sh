@@ -169,7 +169,8 @@ k64_module() {
 }
 
 # The arm64 build, into $O/arm64 (docs/development.md, "Cross builds"):
-# the library, the tools, the tests and the doubles, and gpupool.ko for
+# the library, the tools, the suites that the arm64 VMs run (tests/vm,
+# tests/lib, tests/interpose) and the doubles, and gpupool.ko for
 # the newest of Debian's arm64 kernels that make deps unpacked
 # (scripts/arm64-kernel.sh), which its VMs boot.  Its failure fails the
 # arm64 blocks, not the others.  Sets a64rel (that kernel's release) and
@@ -182,7 +183,7 @@ a64_build() {
 		[ -n "$a64rel" ] &&
 		make -C "$top" --no-print-directory -j"$(nproc)" O="$O/arm64" \
 			ARCH=arm64 CROSS_COMPILE="$a64_cross" KVER="$a64rel" \
-			lib tools tests module
+			lib tools tests-vm tests-lib tests-interpose module
 }
 
 # A build failure is one failed "test" of its own, and stops the suites
