@@ -107,8 +107,15 @@ static double measure(int mode, size_t size, int threads, long pairs)
 	}
 	pthread_barrier_init(&r.warm, NULL, (unsigned int)threads);
 	pthread_barrier_init(&r.start, NULL, (unsigned int)threads + 1);
-	for (i = 0; i < threads; i++)
-		pthread_create(&t[i], NULL, worker, &r);
+	for (i = 0; i < threads; i++) {
+		int err = pthread_create(&t[i], NULL, worker, &r);
+
+		/* The others would wait for it at the barriers for ever. */
+		if (err) {
+			fprintf(stderr, "pthread_create: %s\n", strerror(err));
+			_exit(2);
+		}
+	}
 	pthread_barrier_wait(&r.start);
 	t0 = now_ns();
 	for (i = 0; i < threads; i++)
