@@ -258,13 +258,12 @@ static int gp_host_give(struct gp_ctx *ctx, uint64_t addr, uint64_t *tag,
 	return 0;
 }
 
-int gp_host_free_tagged(struct gp_ctx *ctx, void *ptr, uint64_t *tag,
-			uint64_t *requested)
+/* host_lock held.  gp_host_give, counted, and the cache's limits. */
+static int gp_host_give_counted(struct gp_ctx *ctx, void *ptr, uint64_t *tag,
+				uint64_t *requested)
 {
-	int ret;
+	int ret = gp_host_give(ctx, (uint64_t)(uintptr_t)ptr, tag, requested);
 
-	pthread_mutex_lock(&ctx->host->lock);
-	ret = gp_host_give(ctx, (uint64_t)(uintptr_t)ptr, tag, requested);
 	if (!ret) {
 		ctx->host->st.frees++;
 		/* host_cache_max and host_gc_idle_ms, checked on every free
@@ -274,6 +273,29 @@ int gp_host_free_tagged(struct gp_ctx *ctx, void *ptr, uint64_t *tag,
 		if (!gp_list_empty(&ctx->host->idle))
 			gp_host_gc(ctx);
 	}
+	return ret;
+}
+
+int gp_host_free_tagged(struct gp_ctx *ctx, void *ptr, uint64_t *tag,
+			uint64_t *requested)
+{
+	int ret;
+
+	pthread_mutex_lock(&ctx->host->lock);
+	ret = gp_host_give_counted(ctx, ptr, tag, requested);
+	pthread_mutex_unlock(&ctx->host->lock);
+	return ret;
+}
+
+int gp_host_free_parked(struct gp_ctx *ctx, void *ptr,
+			void (*forget)(void *arg), void *arg)
+{
+	uint64_t tag, requested;
+	int ret;
+
+	pthread_mutex_lock(&ctx->host->lock);
+	forget(arg);
+	ret = gp_host_give_counted(ctx, ptr, &tag, &requested);
 	pthread_mutex_unlock(&ctx->host->lock);
 	return ret;
 }
@@ -526,6 +548,24 @@ void gp_host_on_seg_gone(struct gp_ctx *ctx, gp_seg_gone_fn *fn)
 {
 	pthread_mutex_lock(&ctx->host->lock);
 	ctx->host->seg_gone = fn;
+	pthread_mutex_unlock(&ctx->host->lock);
+}
+
+int gp_host_on_parked(struct gp_ctx *ctx, gp_host_parked_fn *fn)
+{
+	int ret;
+
+	pthread_mutex_lock(&ctx->host->lock);
+	ctx->host->parked = fn;
+	ret = gp_keeper_run(ctx);
+	pthread_mutex_unlock(&ctx->host->lock);
+	return ret;
+}
+
+void gp_host_parked_wake(struct gp_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->host->lock);
+	gp_keeper_wake(ctx);
 	pthread_mutex_unlock(&ctx->host->lock);
 }
 

@@ -69,6 +69,33 @@ int gp_host_alloc_tagged(struct gp_ctx *ctx, size_t size, uint64_t tag,
 			 void **ptr);
 int gp_host_free_tagged(struct gp_ctx *ctx, void *ptr, uint64_t *tag,
 			uint64_t *requested);
+/*
+ * Buffers another room keeps for its own reuse after the program freed
+ * them (the interposer's threads' caches): in use for the pools, so their
+ * segments are idle for nobody until the room gives them back.  fn(ctx,
+ * all, bound_ms) runs on the keeper thread (keeper.c), host_lock not held:
+ * it gives back, with gp_host_free_parked, what it has kept about
+ * bound_ms (everything when all: before the keeper answers another
+ * process's ask), and returns in how many ms it must run again, or -1
+ * when it keeps nothing (gp_host_parked_wake() then, when it keeps
+ * something again).  Setting fn starts the keeper if it is not running
+ * (whatever host_gc_idle_ms says): 0 when it runs, -errno when it cannot
+ * (a child of fork(), no thread), and then the room must keep nothing.
+ * One hook, set by the room that parks before it parks anything; the host
+ * pools name no room they call: the rooms point one way (docs/design.md).
+ */
+typedef int gp_host_parked_fn(struct gp_ctx *ctx, bool all, int bound_ms);
+int gp_host_on_parked(struct gp_ctx *ctx, gp_host_parked_fn *fn);
+/* The room keeps something again after fn returned -1: fn runs soon. */
+void gp_host_parked_wake(struct gp_ctx *ctx);
+/* A parked buffer back to its pool: forget(arg) runs first under the same
+ * hold of host_lock (so that no one allocates the buffer again before the
+ * room has forgotten it, nor frees it twice unseen), then the buffer is
+ * freed as by gp_host_free_tagged (whose values it returns).
+ */
+int gp_host_free_parked(struct gp_ctx *ctx, void *ptr,
+			void (*forget)(void *arg), void *arg);
+
 /* host_lock held: fn on every segment's range. */
 void gp_host_each_segment(struct gp_ctx *ctx,
 			  void (*fn)(void *arg, uint64_t addr, uint64_t size),

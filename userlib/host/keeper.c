@@ -8,10 +8,17 @@
  * library no more (a trainer between epochs, a program that freed its
  * pinned buffers and went on).
  *
- * It is started when a segment first goes idle, so a process that never
- * frees a whole segment has no thread; it sleeps in poll() until asked,
- * until the oldest idle segment is due, or until stopped (an eventfd
- * written at close).  It gives back under host_lock, as every other path
+ * It also has the buffers another room parked (gp_host_on_parked: the
+ * interposer's threads' caches) given back once they have been parked
+ * about GP_HOST_PARKED_MS (or host_gc_idle_ms when shorter), and all of
+ * them before it answers an ask: their segments then go idle and the
+ * rules above apply to them.
+ *
+ * It is started when a segment first goes idle or a room first parks, so
+ * a process that never frees a whole segment has no thread; it sleeps in
+ * poll() until asked, until the oldest idle segment or parked buffer is
+ * due, until woken (a room parks again after it had nothing parked) or
+ * until stopped (an eventfd written at close, with stop set).  It gives back under host_lock, as every other path
  * does: a segment an allocation takes again before the keeper holds the
  * lock is busy by then (and said so to the backend, which takes it out of
  * the ask), and is kept.
@@ -41,7 +48,8 @@
 
 struct gp_keeper {
 	pthread_t thread;
-	int stop_fd;		/* eventfd: written to stop the thread */
+	int stop_fd;		/* eventfd: written to stop or wake it */
+	int stop;		/* set before stop_fd is written at close */
 	pid_t pid;		/* the process it runs in */
 };
 
@@ -102,24 +110,63 @@ static int gp_keeper_sleep(int stop_fd, int timeout_ms)
 	return n > 0 ? -ECANCELED : -ETIMEDOUT;
 }
 
+/* The parked buffers given back (all, or those parked long enough): in
+ * how many ms they must be looked at again, -1 when none is parked.
+ */
+static int gp_keeper_parked(struct gp_ctx *ctx, bool all)
+{
+	uint64_t idle_ms = ctx->opt.host_gc_idle_ms;
+	int bound = idle_ms && idle_ms < GP_HOST_PARKED_MS ? (int)idle_ms :
+		    GP_HOST_PARKED_MS;
+	gp_host_parked_fn *fn;
+
+	pthread_mutex_lock(&ctx->host->lock);
+	fn = ctx->host->parked;
+	pthread_mutex_unlock(&ctx->host->lock);
+	return fn ? fn(ctx, all, bound) : -1;
+}
+
+/* The sooner of two timeouts (-1: none). */
+static int gp_keeper_sooner(int a, int b)
+{
+	return a < 0 ? b : b < 0 || a < b ? a : b;
+}
+
+/* stop_fd was written: true to stop, else it was a wake (read back). */
+static bool gp_keeper_stopped(struct gp_keeper *k)
+{
+	uint64_t n;
+
+	if (__atomic_load_n(&k->stop, __ATOMIC_ACQUIRE))
+		return true;
+	if (read(k->stop_fd, &n, sizeof(n)) != sizeof(n))
+		n = 0;	/* read already by an earlier wake's turn */
+	return false;
+}
+
 static void *gp_keeper_main(void *arg)
 {
 	struct gp_ctx *ctx = arg;
 	struct gp_keeper *k = ctx->host->keeper;
 	uint64_t handles[GP_KEEPER_BATCH];
 	uint32_t nr = 0;
-	int timeout, ret;
+	int timeout, parked, ret;
 
 	for (;;) {
+		parked = gp_keeper_parked(ctx, false);
 		pthread_mutex_lock(&ctx->host->lock);
-		timeout = gp_keeper_timeout(ctx);
+		timeout = gp_keeper_sooner(gp_keeper_timeout(ctx), parked);
 		pthread_mutex_unlock(&ctx->host->lock);
 		ret = ctx->ops->asked ?
 		      ctx->ops->asked(ctx, k->stop_fd, timeout, handles,
 				      GP_KEEPER_BATCH, &nr) :
 		      gp_keeper_sleep(k->stop_fd, timeout);
-		if (ret == -ECANCELED)
+		if (ret == -ECANCELED && gp_keeper_stopped(k))
 			break;
+		if (ret == -ECANCELED)
+			continue;
+		if (!ret)	/* asked: everything parked first */
+			gp_keeper_parked(ctx, true);
 		pthread_mutex_lock(&ctx->host->lock);
 		if (!ret)
 			gp_keeper_give(ctx, handles, nr);
@@ -149,23 +196,27 @@ static int gp_keeper_spawn(struct gp_keeper *k, struct gp_ctx *ctx)
 	return ret;
 }
 
-void gp_keeper_start(struct gp_ctx *ctx)
+int gp_keeper_run(struct gp_ctx *ctx)
 {
 	struct gp_keeper *k;
+	int ret = -ENOMEM;
 
-	if (ctx->host->keeper || ctx->host->pid != getpid() ||
-	    (!ctx->ops->asked && !ctx->opt.host_gc_idle_ms))
-		return;
+	if (ctx->host->keeper)
+		return 0;
+	if (ctx->host->pid != getpid())
+		return -ECHILD;
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		goto out_fail;
 	k->pid = getpid();
-	k->stop_fd = eventfd(0, EFD_CLOEXEC);
+	k->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ret = -errno;
 	if (k->stop_fd < 0)
 		goto out_free;
 	ctx->host->keeper = k;
-	if (!gp_keeper_spawn(k, ctx))
-		return;
+	ret = -gp_keeper_spawn(k, ctx);
+	if (!ret)
+		return 0;
 	ctx->host->keeper = NULL;
 	close(k->stop_fd);
 out_free:
@@ -176,6 +227,23 @@ out_fail:
 	 */
 	gp_debug(ctx, "cannot start the keeper thread: idle segments go back "
 		 "only on the library's calls");
+	return ret;
+}
+
+void gp_keeper_start(struct gp_ctx *ctx)
+{
+	if (ctx->ops->asked || ctx->opt.host_gc_idle_ms)
+		gp_keeper_run(ctx);
+}
+
+void gp_keeper_wake(struct gp_ctx *ctx)
+{
+	struct gp_keeper *k = ctx->host->keeper;
+	uint64_t one = 1;
+
+	if (k && k->pid == getpid() &&
+	    write(k->stop_fd, &one, sizeof(one)) != sizeof(one))
+		gp_debug(ctx, "keeper: cannot wake it");
 }
 
 void gp_keeper_stop(struct gp_ctx *ctx)
@@ -189,6 +257,7 @@ void gp_keeper_stop(struct gp_ctx *ctx)
 	 * (An eventfd's write fails only past 2^64 - 2.)
 	 */
 	if (k->pid == getpid()) {
+		__atomic_store_n(&k->stop, 1, __ATOMIC_RELEASE);
 		if (write(k->stop_fd, &one, sizeof(one)) != sizeof(one))
 			gp_debug(ctx, "keeper: cannot say stop");
 		pthread_join(k->thread, NULL);

@@ -37,6 +37,8 @@ struct gp_host {
 	bool unregistered;
 	/* Told as a segment goes (gp_host_on_seg_gone), or NULL. */
 	gp_seg_gone_fn *seg_gone;
+	/* Gives back what another room parked (gp_host_on_parked), or NULL. */
+	gp_host_parked_fn *parked;
 	/* The thread that gives idle segments back (keeper.c), or NULL
 	 * until one first goes idle.
 	 */
@@ -88,11 +90,23 @@ bool gp_host_refused(int ret);
 
 /* keeper.c: the thread that gives idle segments back when another process
  * asks for them (kernel backend) and when they have been idle
- * host_gc_idle_ms, also while the process calls nothing.  Started (lock
+ * host_gc_idle_ms, and has parked buffers given back (gp_host_on_parked),
+ * also while the process calls nothing.  Started (lock
  * held) when a segment first goes idle, in the process that opened the
  * context only; stopped (lock not held) at close.
  */
 void gp_keeper_start(struct gp_ctx *ctx);
 void gp_keeper_stop(struct gp_ctx *ctx);
+/* lock held.  The keeper for parked buffers (gp_host_on_parked): started
+ * whatever host_gc_idle_ms says; 0 when it runs, or -errno.
+ */
+int gp_keeper_run(struct gp_ctx *ctx);
+/* lock held.  Wake the keeper now (something was parked). */
+void gp_keeper_wake(struct gp_ctx *ctx);
+/* How long parked buffers are kept at most, unless host_gc_idle_ms is
+ * shorter: long against a program's free and its next request of the
+ * same size (microseconds), short against host_gc_idle_ms (10 s).
+ */
+#define GP_HOST_PARKED_MS	100
 
 #endif /* GPUPOOL_USERLIB_HOST_POOLS_H */
