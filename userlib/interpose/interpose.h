@@ -114,19 +114,23 @@ void ip_say_once(int why, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* cache.c: a thread's freed pool buffers, served again without the pools'
- * lock.  take: one of the calling thread's for size and flags (1), made
- * live.  track: a buffer the pool served, live.  put: a free (its size
- * when kept or refused), holds: is ptr a cached (freed) buffer.  flush:
- * the calling thread's back to the pool (how many); forget: all of them,
- * in a child of fork() (they are the parent's).
+ * lock, kept a short while.  take: one of the calling thread's for size
+ * and flags (1), made live.  track: a buffer the pool served, live.  put:
+ * a free, with its size when freed or refused (IP_FREED: kept, or given
+ * back to ctx's pool), holds: is ptr a cached (freed) buffer.  flush:
+ * every thread's back to ctx's pool (how many).  Around fork() (ip_lock
+ * held, before the pools' lock): the child forgets them all (they are the
+ * parent's).
  */
-enum ip_cached { IP_NOT_CACHED, IP_KEPT, IP_FREED_TWICE };
+enum ip_cached { IP_NOT_CACHED, IP_FREED, IP_FREED_TWICE };
 int ip_cache_take(size_t size, unsigned int flags, void **ptr);
 void ip_cache_track(void *ptr, size_t size, unsigned int flags);
-enum ip_cached ip_cache_put(void *ptr, uint64_t *size);
+enum ip_cached ip_cache_put(struct gp_ctx *ctx, void *ptr, uint64_t *size);
 int ip_cache_holds(const void *ptr);
-unsigned int ip_cache_flush(void);
-void ip_cache_forget(void);
+unsigned int ip_cache_flush(struct gp_ctx *ctx);
+void ip_cache_fork_prepare(void);
+void ip_cache_fork_parent(void);
+void ip_cache_fork_child(void);
 
 /* Every pool buffer's tag (gp_host_alloc_tagged): this bit and its flags. */
 #define IP_TAG_MARK	0x100u

@@ -24,7 +24,7 @@
  * The hot path, a request that fits a cached segment, makes no CUDA call
  * and no system call, and takes the pools' lock once: a buffer's flags are
  * its chunk's tag.  A thread's request of the size and flags of a buffer
- * it freed takes none (cache.c).
+ * it freed a short while before takes none (cache.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -88,9 +88,9 @@ enum ip_verdict ip_alloc(void **ptr, size_t size, unsigned int flags,
 		return ip_cannot(GP_INTERPOSE_UNAVAILABLE, size, ip_pool_why());
 	if (!ip_cache_take(size, flags, &p)) {
 		ret = gp_host_alloc_tagged(ctx, size, IP_TAG_MARK | flags, &p);
-		/* Full or at a limit: the thread's cached buffers first. */
+		/* Full or at a limit: the threads' cached buffers first. */
 		if ((ip_why_of(ret) == GP_INTERPOSE_POOL_FULL ||
-		     ip_why_of(ret) == GP_INTERPOSE_LIMIT) && ip_cache_flush())
+		     ip_why_of(ret) == GP_INTERPOSE_LIMIT) && ip_cache_flush(ctx))
 			ret = gp_host_alloc_tagged(ctx, size, IP_TAG_MARK | flags, &p);
 		if (ret)
 			return ip_cannot(ip_why_of(ret), size, gp_last_error(ctx));
@@ -125,8 +125,8 @@ enum ip_verdict ip_free(void *ptr)
 
 	if (!ptr || ip_mode() == GP_INTERPOSE_OFF)
 		return IP_REAL;
-	switch (ip_cache_put(ptr, &size)) {
-	case IP_KEPT:
+	switch (ctx ? ip_cache_put(ctx, ptr, &size) : IP_NOT_CACHED) {
+	case IP_FREED:
 		ip_count_freed(size);
 		return IP_DONE;
 	case IP_FREED_TWICE:

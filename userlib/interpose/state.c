@@ -56,19 +56,22 @@ static struct {
 
 static const char *const ip_mode_names[] = { "fallback", "strict", "off" };
 
-/* Lock order: ip_lock, then the host pools' lock (inherit.c takes it),
- * both held across fork() so that the child's copies are free; nothing
- * takes ip_lock with the host lock held (docs/design.md).
+/* Lock order: ip_lock, the threads' caches' (cache.c), then the host
+ * pools' lock (inherit.c takes it), all held across fork() so that the
+ * child's copies are free; nothing takes ip_lock with either of the
+ * others held (docs/design.md).
  */
 static void ip_fork_prepare(void)
 {
 	pthread_mutex_lock(&ip_lock);
+	ip_cache_fork_prepare();
 	ip_inherit_prepare(IP.ctx);
 }
 
 static void ip_fork_parent(void)
 {
 	ip_inherit_parent(IP.ctx);
+	ip_cache_fork_parent();
 	pthread_mutex_unlock(&ip_lock);
 }
 
@@ -78,7 +81,7 @@ static void ip_fork_parent(void)
 static void ip_fork_child(void)
 {
 	ip_inherit_child(IP.ctx);
-	ip_cache_forget();
+	ip_cache_fork_child();
 	ip_counters_reset();
 	__atomic_store_n(&IP.ready, 0, __ATOMIC_RELEASE);
 	IP.ctx = NULL;
