@@ -51,7 +51,7 @@ static void *owner(void *arg)
 static int steal_race(void)
 {
 	struct side o = { 0 }, t = { 0 };
-	uint64_t deadline = ip_now_ms() + 120000;
+	uint64_t deadline = ip_now_ms() + 20000;
 	struct gp_interpose_stats st;
 	size_t size = 16 * MiB;
 	pthread_t th;
