@@ -16,6 +16,10 @@
 #                                          FREE against the module before
 #                                          reclaim, and a request under
 #                                          pressure against one from a free pool
+#   make -f bench/kmod.mk run-arm64        cross-built for arm64, in an arm64
+#                                          VM on Debian's arm64 kernel (4 KiB
+#                                          pages); A64_KERNEL=64k on the 64K
+#                                          kernel (below)
 #
 # or by hand:
 #   vm/run-vm.sh --kernel <rel> --ko build/kmod/<rel>/gpupool.ko \
@@ -124,7 +128,7 @@ swap_env = $(if $(call have_rev,$(KMOD_CG_BASE_REV)),\
 	--env KMOD_BENCH_CG_SWAP_KO=$(call renamed_ko,$(1),$(CG_BASE_NAME)) \
 	--env KMOD_BENCH_CG_SWAP_BASE_KO=$(call base_ko,$(KMOD_CG_BASE_REV),$(1)))
 
-.PHONY: all run run-reclaim run-dmem run-dmem-debug run-pmd debug-base debug-renamed \
+.PHONY: all run run-arm64 arm64-base run-reclaim run-dmem run-dmem-debug run-pmd debug-base debug-renamed \
 	baseline
 BENCHES := $(KB_DIR)/kmod_bench $(KB_DIR)/reclaim_bench
 all: $(BENCHES)
@@ -142,11 +146,12 @@ baseline:
 	$(call build_base,$(KMOD_FORK_BASE_REV),$(KVER))
 	$(call build_base,$(KMOD_RECLAIM_BASE_REV),$(KVER))
 
-BENCH_ENV = $(foreach v,KMOD_BENCH_SECTIONS KMOD_BENCH_ALLOC_REPS \
+BENCH_VARS := KMOD_BENCH_SECTIONS KMOD_BENCH_ALLOC_REPS \
 	KMOD_BENCH_BASE_ROUNDS KMOD_BENCH_BASE_REPS KMOD_BENCH_CG_PARAMS \
 	KMOD_BENCH_CG_DEPTH \
-	KMOD_BENCH_FORK_ROUNDS KMOD_BENCH_RECLAIM_ROUNDS,\
-	$(if $($(v)),--env $(v)=$($(v))))
+	KMOD_BENCH_FORK_ROUNDS KMOD_BENCH_RECLAIM_ROUNDS
+bench_env = $(foreach v,$(1),$(if $($(v)),--env $(v)=$($(v))))
+BENCH_ENV = $(call bench_env,$(BENCH_VARS))
 
 # BOOTS=N: N boots, one after another (build/vm/kmod-bench-<rel>-boot<i>/),
 # and section 5's verdict on the median of their ratios
@@ -169,6 +174,60 @@ run: $(BENCHES) baseline
 		logs="$$logs $(O)/vm/$$name/tests.log"; \
 	done; \
 	if [ $(BOOTS) -gt 1 ]; then $(TOP)/bench/section5-boots.sh $$logs; fi
+
+# arm64 (vm/README.md, "The arm64 VMs"): kmod_bench cross-built
+# ($(A64_CROSS)) into $(O)/arm64/bench/kmod and the module into
+# $(O)/arm64/kmod/<release>, as scripts/check.sh's arm64 build does, run
+# in an arm64 VM (qemu-system-aarch64, TCG) on A64_KERNEL: deb, Debian's
+# arm64 kernel (4 KiB pages: the newest that scripts/arm64-kernel.sh
+# unpacked, or A64_KVER=<release>), or 64k, the 64K kernel
+# (scripts/test-kernel.sh arm64-64k, built once per machine and cached).
+# Sections 1, 2 and 6 by default (KMOD_BENCH_SECTIONS chooses others):
+# each takes its ratios within its own run (a usable buffer against an
+# anonymous locked one, a 1 GiB ALLOC against a 4 KiB one, a fill against
+# 2 MiB hugetlbfs pages and anonymous THP beside it), and section 2b:
+# KMOD_BASE_REV's module built from git for the same kernel (that
+# revision's build-module.sh passes ARCH and CROSS_COMPILE on through the
+# environment; its blocks are 2 MiB of any page size).  The other
+# baselines are not built for arm64: sections 5 and 6's comparisons and
+# R1 are run on x86 only (KMOD_RECLAIM_BASE_REV's module holds
+# BUILD_BUG_ON(GP_BLOCK_ORDER != PMD_ORDER), false on 64 KiB pages).
+A64_CROSS   ?= aarch64-linux-gnu-
+A64_KERNEL  ?= deb
+A64_SECTIONS := 126
+A64_O       := $(O)/arm64
+ifneq ($(filter run-arm64 arm64-base,$(MAKECMDGOALS)),)
+ifeq ($(A64_KERNEL),64k)
+A64_KDIR := $(shell $(TOP)/scripts/test-kernel.sh arm64-64k)
+A64_KVER := $(shell cat $(A64_KDIR)/include/config/kernel.release 2>/dev/null)
+A64_BOOT := --kernel $(A64_KDIR)/arch/arm64/boot/Image --kbuild $(A64_KDIR)
+else ifeq ($(A64_KERNEL),deb)
+A64_KVER ?= $(shell $(TOP)/scripts/default-kver.sh arm64)
+A64_KDIR := $(shell $(TOP)/scripts/default-kver.sh --kdir $(A64_KVER))
+A64_BOOT := --kernel $(A64_KVER)
+else
+$(error kmod bench: A64_KERNEL=$(A64_KERNEL): deb or 64k)
+endif
+A64_BASE := $(call base_env,KMOD_BENCH_BASE_KO,$(KMOD_BASE_REV),$(A64_KVER))
+endif
+run-arm64: $(if $(A64_BASE),arm64-base)
+	@[ -n "$(A64_KVER)" ] || { echo "kmod bench: no arm64 kernel (A64_KERNEL=$(A64_KERNEL))"; exit 1; }
+	$(MAKE) --no-print-directory -f $(TOP)/bench/kmod.mk TOP=$(TOP) \
+		O=$(A64_O) CROSS_COMPILE=$(A64_CROSS) $(A64_O)/bench/kmod/kmod_bench
+	$(MAKE) -C $(TOP) --no-print-directory module ARCH=arm64 \
+		CROSS_COMPILE=$(A64_CROSS) O=$(A64_O) KVER=$(A64_KVER) \
+		KDIR=$(A64_KDIR)
+	$(TOP)/vm/run-vm.sh $(A64_BOOT) --name kmod-bench-arm64-$(A64_KERNEL) \
+		--build-dir $(O) --ko $(A64_O)/kmod/$(A64_KVER)/gpupool.ko \
+		--tests $(A64_O)/bench/kmod --filter kmod_bench $(A64_BASE) \
+		--env KMOD_BENCH_SECTIONS=$(or $(KMOD_BENCH_SECTIONS),$(A64_SECTIONS)) \
+		$(call bench_env,$(filter-out KMOD_BENCH_SECTIONS,$(BENCH_VARS))) \
+		--mem 4G --test-timeout 1800 --timeout 2000
+
+arm64-base: export ARCH := arm64
+arm64-base: export CROSS_COMPILE := $(A64_CROSS)
+arm64-base:
+	$(call build_base,$(KMOD_BASE_REV),$(A64_KVER),$(A64_KDIR))
 
 # reclaim_bench alone (the `r` section: R1 against the module before
 # reclaim, R2 under pressure), in a VM of its own.
